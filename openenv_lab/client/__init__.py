@@ -1,0 +1,38 @@
+"""A thin, fast client for the OpenEnv protocol: `Session` (WebSocket episodes) and `Client` (HTTP info).
+
+This package never imports gymnasium or ``openenv``: it is the wire and nothing else. The gymnasium
+side lives in `openenv_lab.envs`, on top of it.
+"""
+
+from ._config import Keepalive, Timeouts
+from ._protocol import StepResult
+from .errors import (
+    CapacityError,
+    ConnectError,
+    LaunchError,
+    OpenEnvError,
+    ProtocolError,
+    ServerError,
+    SessionClosed,
+    Timeout,
+    TransportError,
+)
+from .http import Client
+from .session import Session
+
+__all__ = [
+    "CapacityError",
+    "Client",
+    "ConnectError",
+    "Keepalive",
+    "LaunchError",
+    "OpenEnvError",
+    "ProtocolError",
+    "ServerError",
+    "Session",
+    "SessionClosed",
+    "StepResult",
+    "Timeout",
+    "Timeouts",
+    "TransportError",
+]

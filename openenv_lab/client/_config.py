@@ -1,0 +1,50 @@
+"""Value objects that configure the client: timeouts and WebSocket keepalive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Keepalive", "Timeouts"]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long the client waits, in seconds, before it gives up.
+
+    Args:
+        connect: opening a connection (TCP, TLS and the WebSocket upgrade), and each HTTP connect.
+        request: waiting for the reply to one request (a reset, a step, an HTTP GET). Steps that run a
+            model or an engine on the server can take long; raise this rather than disabling it.
+        close: waiting for the server to acknowledge a closing session.
+
+    Example:
+        >>> Timeouts(request=120.0)
+        Timeouts(connect=10.0, request=120.0, close=2.0)
+    """
+
+    connect: float = 10.0
+    request: float = 60.0
+    close: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "request", "close"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"Timeouts.{name} must be a positive number of seconds, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Keepalive:
+    """WebSocket keepalive pings, which detect a silently dropped connection.
+
+    Args:
+        interval: seconds between pings; ``None`` disables pings (some tunnels drop ping frames).
+        timeout: seconds to wait for the pong before the connection is declared dead.
+
+    Example:
+        >>> Keepalive(interval=None)
+        Keepalive(interval=None, timeout=20.0)
+    """
+
+    interval: float | None = 20.0
+    timeout: float | None = 20.0

@@ -1,0 +1,188 @@
+"""The OpenEnv WebSocket protocol without any I/O: building request frames and reading replies.
+
+Both the synchronous session (for gymnasium) and any asynchronous one share this module, so the
+rules for tolerating different server versions live in one place:
+
+- 0.1 to 0.3.x servers send no ``metadata``; 0.10 sends it inside ``observation`` and again at the top
+  level of the envelope (the top-level copy only when it is not empty);
+- ``reward`` may be a bool, an int, a float or ``null``; it is normalised to ``float | None``;
+- error frames carry ``code`` and ``message`` and sometimes more fields (``errors``, ``active_sessions``).
+
+See ``shared/reference/openenv-protocol.md`` sections 3 and 5 for the wire format.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import CapacityError, ProtocolError, ServerError
+
+__all__ = ["StepResult", "close_frame", "parse_reply", "reset_frame", "state_frame", "step_frame"]
+
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_loads = json.loads
+
+#: Error codes after which the server closes the connection.
+FATAL_CODES = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})
+
+
+@dataclass(slots=True)
+class StepResult:
+    """One observation as the server sent it, with the envelope normalised.
+
+    Attributes:
+        observation: the environment's own fields (``fen``, ``screen``...), without ``metadata``.
+        reward: the reward as a float, or ``None`` when the server sent none (e.g. on some resets).
+        done: whether the server says the episode is over. It does not say *why*: adapters decide
+            between termination and truncation.
+        metadata: the observation's metadata (empty for servers older than 0.10).
+    """
+
+    observation: dict[str, Any]
+    reward: float | None
+    done: bool
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def reset_frame(kwargs: dict[str, Any]) -> str:
+    """The frame that starts an episode; ``kwargs`` reach the environment's ``reset``."""
+    return _dumps({"type": "reset", "data": kwargs})
+
+
+def step_frame(action: dict[str, Any]) -> str:
+    """The frame that plays one action; ``action`` is the action model's fields."""
+    return _dumps({"type": "step", "data": action})
+
+
+def state_frame() -> str:
+    return '{"type":"state"}'
+
+
+def close_frame() -> str:
+    return '{"type":"close"}'
+
+
+def parse_reply(raw: str | bytes, *, expected: str, url: str | None = None) -> dict[str, Any]:
+    """Decode one reply frame and return its ``data``, raising the error it carries, if any.
+
+    ``expected`` is ``"observation"`` (reply to reset and step) or ``"state"``.
+    """
+    try:
+        message = _loads(raw)
+    except ValueError as exc:
+        raise ProtocolError(
+            f"The server at {url} sent a frame that is not JSON ({exc}); it does not speak the "
+            "OpenEnv protocol.",
+            url=url,
+        ) from None
+    if not isinstance(message, dict) or "type" not in message:
+        raise ProtocolError(
+            f"The server at {url} sent {_preview(raw)}, not an OpenEnv reply "
+            '(expected an object with a "type" field).',
+            url=url,
+        )
+    kind = message["type"]
+    data = message.get("data")
+    if kind == "error":
+        raise error_from_frame(data if isinstance(data, dict) else {}, url=url)
+    if kind != expected:
+        raise ProtocolError(
+            f'The server at {url} replied with a "{kind}" frame where "{expected}" was expected.',
+            url=url,
+        )
+    if not isinstance(data, dict):
+        raise ProtocolError(f'The server at {url} sent a "{kind}" frame without data.', url=url)
+    return data
+
+
+def parse_observation(data: dict[str, Any], *, url: str | None = None) -> StepResult:
+    """Normalise an observation envelope from any server version into a `StepResult`."""
+    observation = data.get("observation")
+    if not isinstance(observation, dict):
+        raise ProtocolError(
+            f"The server at {url} sent an observation envelope without an 'observation' object: "
+            f"{_preview(data)}",
+            url=url,
+        )
+    nested = observation.pop("metadata", None)
+    top = data.get("metadata")
+    if isinstance(top, dict) and isinstance(nested, dict) and top is not nested and top != nested:
+        metadata = {**nested, **top}
+    elif isinstance(top, dict):
+        metadata = top
+    elif isinstance(nested, dict):
+        metadata = nested
+    else:
+        metadata = {}
+    return StepResult(
+        observation=observation,
+        reward=_normalise_reward(data.get("reward"), url),
+        done=_normalise_done(data.get("done", False), url),
+        metadata=metadata,
+    )
+
+
+def error_from_frame(data: dict[str, Any], *, url: str | None = None) -> ServerError:
+    """Turn the ``data`` of an error frame into the matching exception (not raised)."""
+    code = str(data.get("code", "UNKNOWN"))
+    server_message = str(data.get("message", ""))
+    details = {k: v for k, v in data.items() if k not in ("code", "message")}
+    if code == "CAPACITY_REACHED":
+        active = data.get("active_sessions")
+        maximum = data.get("max_sessions")
+        numbers = f" ({active}/{maximum} sessions in use)" if maximum is not None else ""
+        return CapacityError(
+            f"The server at {url} is full{numbers}: it refused a new session. Close sessions you no "
+            "longer need (env.close()), start a server that allows more sessions (e.g. "
+            "'openenv-lab serve chess --max-sessions 64'), or connect to another server.",
+            server_message=server_message,
+            active_sessions=active if isinstance(active, int) else None,
+            max_sessions=maximum if isinstance(maximum, int) else None,
+            details=details,
+            url=url,
+        )
+    hint = _HINTS.get(code, "")
+    text = f"The server at {url} reported {code}: {server_message}"
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors:
+        text += " (" + "; ".join(_describe_validation_error(e) for e in errors[:3]) + ")"
+    if hint:
+        text += ". " + hint
+    return ServerError(text, code=code, server_message=server_message, details=details, url=url)
+
+
+_HINTS = {
+    "VALIDATION_ERROR": "The action or message does not match the server's schema: compare it "
+    "with Client(url).schema()['action']",
+    "EXECUTION_ERROR": "The environment raised while handling the request; the session is still open",
+    "FACTORY_ERROR": "The server could not build an environment for this session; check its logs",
+    "SESSION_ERROR": "The server closed the session",
+}
+
+
+def _describe_validation_error(error: Any) -> str:
+    if not isinstance(error, dict):
+        return str(error)
+    location = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{location}: {error.get('msg', '')}" if location else str(error.get("msg", ""))
+
+
+def _normalise_reward(value: Any, url: str | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    raise ProtocolError(f"The server at {url} sent a reward that is not a number: {value!r}", url=url)
+
+
+def _normalise_done(value: Any, url: str | None) -> bool:
+    if isinstance(value, (bool, int)):
+        return bool(value)
+    raise ProtocolError(f"The server at {url} sent a 'done' that is not a boolean: {value!r}", url=url)
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,154 @@
+"""HTTP calls to an OpenEnv server that need no session: health, schema, metadata and env-specific routes.
+
+`Client` is the handle on one server. It answers questions about the server over plain HTTP
+(``GET /health``, ``/schema``, ``/metadata``, ``/capacity`` on our own servers, and any other GET route
+such as FinRL's ``/config``) and opens `Session` objects for episodes. Episodes never go over HTTP:
+OpenEnv's ``POST /reset`` and ``/step`` build a fresh environment per request.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+from ._config import Keepalive, Timeouts
+from ._urls import http_url, is_loopback
+from .errors import ConnectError, OpenEnvError, ProtocolError, Timeout
+from .session import Session
+
+__all__ = ["Client"]
+
+
+class Client:
+    """A handle on one OpenEnv server: HTTP information calls, and `Session` objects for episodes.
+
+    Args:
+        base_url: the server, e.g. ``"http://127.0.0.1:8000"``.
+        timeouts: used for every HTTP call and passed on to the sessions it opens.
+        keepalive: passed on to the sessions it opens.
+        headers: sent with every HTTP request and WebSocket upgrade (e.g. a Bearer token).
+
+    Example:
+        >>> from openenv_lab.client import Client
+        >>> with Client(url) as server:                              # doctest: +SKIP
+        ...     server.health()["status"]
+        ...     sorted(server.schema()["action"]["properties"])
+        'healthy'
+        ['metadata', 'move']
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeouts: Timeouts | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base_url = http_url(base_url)
+        self.timeouts = timeouts or Timeouts()
+        self.keepalive = keepalive
+        self.headers = dict(headers or {})
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(self.timeouts.request, connect=self.timeouts.connect),
+            headers=self.headers,
+            trust_env=not is_loopback(self.base_url),
+        )
+
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: ``{"status": "healthy"}`` when the server is up."""
+        return self.get("/health")
+
+    def schema(self) -> dict[str, Any]:
+        """``GET /schema``: JSON Schemas of the ``action``, ``observation`` and ``state`` models."""
+        return self.get("/schema")
+
+    def metadata(self) -> dict[str, Any]:
+        """``GET /metadata``: the environment's ``name``, ``description``, ``version``..."""
+        return self.get("/metadata")
+
+    def capacity(self) -> dict[str, Any] | None:
+        """``GET /capacity`` on openenv_lab servers: ``{"active_sessions", "max_sessions"}``.
+
+        Returns ``None`` for servers without that route (the official ones), whose limit is only
+        discovered by opening sessions.
+        """
+        try:
+            return self.get("/capacity")
+        except ProtocolError:
+            return None
+
+    def get(self, path: str, **params: Any) -> Any:
+        """``GET`` any JSON route of the server (e.g. ``"/config"`` on FinRL servers)."""
+        url = self.base_url + "/" + path.lstrip("/")
+        try:
+            response = self._http.get(url, params=params or None)
+        except httpx.TimeoutException as exc:
+            if isinstance(exc, httpx.ConnectTimeout):
+                raise ConnectError(
+                    f"Could not connect to {url} within {self.timeouts.connect:g} s. Is the server "
+                    "running and reachable?",
+                    url=url,
+                ) from None
+            raise Timeout(f"{url} did not answer within {self.timeouts.request:g} s.", url=url) from None
+        except httpx.TransportError as exc:
+            raise ConnectError(
+                f"Could not connect to {url}: {exc}. Is an OpenEnv server running there? Start one "
+                "with 'openenv-lab serve chess', or leave base_url unset to use the embedded server.",
+                url=url,
+            ) from None
+        if response.status_code == 404:
+            raise ProtocolError(
+                f"{url} answered 404: this server has no such route. Is it an OpenEnv server?",
+                url=url,
+            )
+        if response.status_code >= 400:
+            raise ProtocolError(f"{url} answered HTTP {response.status_code}: {response.text[:300]}", url=url)
+        try:
+            return response.json()
+        except ValueError:
+            raise ProtocolError(
+                f"{url} did not answer with JSON (got {response.text[:100]!r}); is it an OpenEnv server?",
+                url=url,
+            ) from None
+
+    def wait_until_healthy(self, timeout: float = 30.0, *, interval: float = 0.05) -> None:
+        """Poll ``/health`` until the server answers, or raise `ConnectError` after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        last: OpenEnvError | None = None
+        while True:
+            try:
+                if self.health().get("status") == "healthy":
+                    return
+            except (ConnectError, Timeout) as exc:
+                last = exc
+            if time.monotonic() >= deadline:
+                raise ConnectError(
+                    f"{self.base_url} did not become healthy within {timeout:g} s"
+                    + (f" (last error: {last})" if last else ""),
+                    url=self.base_url,
+                )
+            time.sleep(interval)
+
+    def session(self, **kwargs: Any) -> Session:
+        """Open a new `Session` with this client's timeouts, keepalive and headers."""
+        kwargs.setdefault("timeouts", self.timeouts)
+        kwargs.setdefault("keepalive", self.keepalive)
+        kwargs.setdefault("headers", self.headers or None)
+        return Session(self.base_url, **kwargs)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool. Sessions opened from this client stay open."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Client {self.base_url}>"

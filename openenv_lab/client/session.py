@@ -1,0 +1,213 @@
+"""One OpenEnv session: a WebSocket to ``/ws`` that carries reset, step and state requests.
+
+The session is synchronous and thread-based (``websockets.sync``), never asyncio, so it works the same
+in a script, in a worker thread and inside a running Jupyter kernel (no "event loop is already
+running"). It sends one request at a time and waits for its reply, as the protocol requires; it is not
+meant to be shared between threads.
+
+What it must not do: know anything about gymnasium or any particular environment. It moves JSON
+dictionaries and raises the errors of `openenv_lab.client.errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import weakref
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.sync.client import connect
+
+from . import _protocol
+from ._config import Keepalive, Timeouts
+from ._protocol import StepResult
+from ._urls import http_url, is_loopback, ws_url
+from .errors import ConnectError, ProtocolError, ServerError, SessionClosed, Timeout
+
+__all__ = ["Session"]
+
+#: Largest frame accepted from a server. Atari frames as JSON lists are about 0.5 MB; 100 MiB is
+#: the limit the official client uses.
+MAX_FRAME_BYTES = 100 * 1024 * 1024
+
+
+class Session:
+    """A live session with an OpenEnv server: one environment instance on the server, one episode at a time.
+
+    Opening a session connects to ``<base_url>/ws`` and asks for the state once, so that a full server
+    (`CapacityError`), a URL that is not an OpenEnv server (`ProtocolError`) or no server at all
+    (`ConnectError`) are reported here rather than at the first step.
+
+    Args:
+        base_url: the server, e.g. ``"http://127.0.0.1:8000"`` (``ws://`` and a bare ``host:port`` work too).
+        timeouts: connect/request/close timeouts (see `Timeouts`).
+        keepalive: WebSocket ping settings (see `Keepalive`).
+        headers: extra HTTP headers for the upgrade request, e.g. ``{"Authorization": "Bearer ..."}``.
+        compression: ``"deflate"`` to negotiate per-message compression (smaller frames, more CPU);
+            ``None`` (the default) sends frames as they are, which is faster on loopback.
+
+    Example:
+        >>> from openenv_lab.client import Session
+        >>> with Session(url) as session:                         # doctest: +SKIP
+        ...     first = session.reset(seed=0)
+        ...     result = session.step({"move": first.observation["legal_moves"][0]})
+        ...     result.reward, result.done
+        (0.0, False)
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeouts: Timeouts | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+        compression: str | None = None,
+    ) -> None:
+        self.base_url = http_url(base_url)
+        self.url = ws_url(self.base_url)
+        self.timeouts = timeouts or Timeouts()
+        keepalive = keepalive or Keepalive()
+        self._stack = contextlib.ExitStack()
+        self._ws = None
+        try:
+            self._ws = self._stack.enter_context(
+                connect(
+                    self.url,
+                    open_timeout=self.timeouts.connect,
+                    close_timeout=self.timeouts.close,
+                    ping_interval=keepalive.interval,
+                    ping_timeout=keepalive.timeout,
+                    max_size=MAX_FRAME_BYTES,
+                    compression=compression,
+                    additional_headers=headers,
+                    proxy=None if is_loopback(self.base_url) else True,
+                )
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            raise ProtocolError(
+                f"{self.base_url} answered HTTP {status} to the WebSocket upgrade at /ws: it does not "
+                "look like an OpenEnv server (OpenEnv serves sessions at /ws). Check the URL and port.",
+                url=self.url,
+            ) from None
+        except (InvalidHandshake, InvalidURI) as exc:
+            raise ProtocolError(
+                f"The WebSocket handshake with {self.url} failed ({exc}); is this an OpenEnv server?",
+                url=self.url,
+            ) from None
+        except TimeoutError:
+            raise ConnectError(
+                f"Could not connect to {self.url} within {self.timeouts.connect:g} s. Is the server "
+                "running and reachable? Raise Timeouts(connect=...) for slow starts.",
+                url=self.url,
+            ) from None
+        except (OSError, socket.gaierror) as exc:
+            raise ConnectError(
+                f"Could not connect to {self.url}: {exc.strerror or exc}. Is an OpenEnv server running "
+                "there? Start one with 'openenv-lab serve chess', or leave base_url unset to use the "
+                "embedded server.",
+                url=self.url,
+            ) from None
+        self._finalizer = weakref.finalize(self, self._stack.close)
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        # Asking for the state once surfaces refusals (capacity, factory errors) now, not mid-episode.
+        try:
+            self.state()
+        except ServerError as exc:
+            if exc.code in _protocol.FATAL_CODES:
+                raise
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session is closed (by `close`, by the server, or after a failure)."""
+        return self._ws is None
+
+    def reset(self, **kwargs: Any) -> StepResult:
+        """Start a new episode. ``kwargs`` go to the environment's ``reset`` (e.g. ``seed``).
+
+        Servers silently drop keyword arguments their ``reset`` does not take: the official chess
+        server ignores ``seed``, for instance.
+        """
+        data = self._request(_protocol.reset_frame(kwargs), "observation")
+        return _protocol.parse_observation(data, url=self.url)
+
+    def step(self, action: dict[str, Any]) -> StepResult:
+        """Play one action, given as the action model's fields (e.g. ``{"move": "e2e4"}``)."""
+        data = self._request(_protocol.step_frame(action), "observation")
+        return _protocol.parse_observation(data, url=self.url)
+
+    def state(self) -> dict[str, Any]:
+        """The environment's state (``episode_id``, ``step_count`` and environment-specific fields)."""
+        return self._request(_protocol.state_frame(), "state")
+
+    def close(self) -> None:
+        """End the session and free its slot on the server. Safe to call more than once."""
+        ws = self._ws
+        if ws is None:
+            return
+        self._ws = None
+        with contextlib.suppress(ConnectionClosed, OSError):
+            ws.send(_protocol.close_frame())
+        self._finalizer()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session {self.url} {'closed' if self.closed else 'open'}>"
+
+    def _request(self, frame: str, expected: str) -> dict[str, Any]:
+        ws = self._ws
+        if ws is None:
+            raise SessionClosed(
+                f"The session with {self.url} is closed; open a new one (for a gymnasium env: "
+                "make a new env).",
+                url=self.url,
+            )
+        # If the send fails, the server may have explained why it closed in a frame still queued: read on.
+        with contextlib.suppress(ConnectionClosed):
+            ws.send(frame)
+        try:
+            raw = ws.recv(timeout=self.timeouts.request)
+        except TimeoutError:
+            self._abandon()
+            raise Timeout(
+                f"{self.url} did not reply within {self.timeouts.request:g} s. The session was closed "
+                "(a late reply could not be told apart from the next one), so the episode is lost. "
+                "Raise Timeouts(request=...) if steps are legitimately slow.",
+                url=self.url,
+            ) from None
+        except ConnectionClosed as exc:
+            self._abandon()
+            raise SessionClosed(
+                f"The connection to {self.url} closed during the session ({_describe_close(exc)}): "
+                "the server stopped or dropped the session, and the episode in progress is lost.",
+                url=self.url,
+            ) from None
+        self.bytes_sent += len(frame)
+        self.bytes_received += len(raw)
+        try:
+            return _protocol.parse_reply(raw, expected=expected, url=self.url)
+        except ServerError as exc:
+            if exc.code in _protocol.FATAL_CODES:
+                self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Drop the connection without the closing handshake's wait (used after failures)."""
+        if self._ws is not None:
+            self._ws = None
+            self._finalizer()
+
+
+def _describe_close(exc: ConnectionClosed) -> str:
+    frame = exc.rcvd
+    if frame is None:
+        return "no close frame received"
+    return f"close code {frame.code}" + (f", {frame.reason}" if frame.reason else "")

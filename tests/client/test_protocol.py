@@ -1,0 +1,148 @@
+"""Envelope normalisation and error frames, on frames written as each server version sends them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from openenv_lab.client import CapacityError, ProtocolError, ServerError
+from openenv_lab.client._protocol import parse_observation, parse_reply, reset_frame, step_frame
+from openenv_lab.client._urls import http_url, is_loopback, ws_url
+
+
+def observation(data: dict) -> str:
+    return json.dumps({"type": "observation", "data": data})
+
+
+def test_v010_metadata_nested_and_duplicated_is_read_once():
+    raw = observation(
+        {
+            "observation": {"value": 1, "metadata": {"step": 3}},
+            "reward": 0.5,
+            "done": False,
+            "metadata": {"step": 3},
+        }
+    )
+    result = parse_observation(parse_reply(raw, expected="observation"))
+    assert result.observation == {"value": 1}
+    assert result.metadata == {"step": 3}
+    assert result.reward == 0.5
+    assert result.done is False
+
+
+def test_v03_envelope_without_metadata():
+    result = parse_observation(
+        parse_reply(observation({"observation": {"value": 1}, "reward": 0.0, "done": True}), expected="observation")
+    )
+    assert result.metadata == {}
+    assert result.done is True
+
+
+def test_metadata_only_nested_when_top_level_absent():
+    data = {"observation": {"metadata": {"a": 1}}, "reward": None, "done": False}
+    assert parse_observation(data).metadata == {"a": 1}
+
+
+def test_http_style_null_metadata_falls_back_to_nested():
+    data = {"observation": {"metadata": {"a": 1}}, "reward": 1.0, "done": False, "metadata": None}
+    assert parse_observation(data).metadata == {"a": 1}
+
+
+@pytest.mark.parametrize(("wire", "expected"), [(True, 1.0), (False, 0.0), (1, 1.0), (-2, -2.0), (0.25, 0.25), (None, None)])
+def test_reward_is_normalised(wire, expected):
+    result = parse_observation({"observation": {}, "reward": wire, "done": False})
+    assert result.reward == expected
+    assert result.reward is None or type(result.reward) is float
+
+
+def test_missing_reward_and_done_default():
+    result = parse_observation({"observation": {}})
+    assert result.reward is None
+    assert result.done is False
+
+
+def test_bad_reward_is_a_protocol_error():
+    with pytest.raises(ProtocolError, match="reward"):
+        parse_observation({"observation": {}, "reward": "high", "done": False})
+
+
+def test_capacity_error_carries_numbers_and_advice():
+    raw = json.dumps(
+        {
+            "type": "error",
+            "data": {
+                "message": "Server at capacity: 2/2 sessions active. Cannot accept new connections.",
+                "code": "CAPACITY_REACHED",
+                "active_sessions": 2,
+                "max_sessions": 2,
+            },
+        }
+    )
+    with pytest.raises(CapacityError) as caught:
+        parse_reply(raw, expected="observation", url="ws://h/ws")
+    error = caught.value
+    assert (error.active_sessions, error.max_sessions) == (2, 2)
+    assert error.code == "CAPACITY_REACHED"
+    assert "2/2" in str(error) and "max-sessions" in str(error) and "ws://h/ws" in str(error)
+
+
+def test_validation_error_lists_pydantic_locations():
+    raw = json.dumps(
+        {
+            "type": "error",
+            "data": {
+                "message": "Invalid message",
+                "code": "VALIDATION_ERROR",
+                "errors": [{"type": "missing", "loc": ["move"], "msg": "Field required"}],
+            },
+        }
+    )
+    with pytest.raises(ServerError) as caught:
+        parse_reply(raw, expected="observation")
+    assert caught.value.code == "VALIDATION_ERROR"
+    assert "move: Field required" in str(caught.value)
+    assert caught.value.details["errors"][0]["loc"] == ["move"]
+
+
+@pytest.mark.parametrize("raw", ["not json", "[1, 2]", '{"no": "type"}', '{"type": "state", "data": {}}'])
+def test_unexpected_frames_are_protocol_errors(raw):
+    with pytest.raises(ProtocolError):
+        parse_reply(raw, expected="observation")
+
+
+def test_frames_are_compact_json():
+    assert reset_frame({"seed": 1}) == '{"type":"reset","data":{"seed":1}}'
+    assert step_frame({"move": "e2e4"}) == '{"type":"step","data":{"move":"e2e4"}}'
+
+
+def test_nan_in_an_action_is_refused_before_sending():
+    with pytest.raises(ValueError):
+        step_frame({"x": float("nan")})
+
+
+@pytest.mark.parametrize(
+    ("given", "http", "ws"),
+    [
+        ("localhost:8000", "http://localhost:8000", "ws://localhost:8000/ws"),
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000", "ws://127.0.0.1:8000/ws"),
+        ("https://user-env.hf.space", "https://user-env.hf.space", "wss://user-env.hf.space/ws"),
+        ("ws://host:1/prefix/ws", "http://host:1/prefix", "ws://host:1/prefix/ws"),
+    ],
+)
+def test_urls(given, http, ws):
+    assert http_url(given) == http
+    assert ws_url(given) == ws
+
+
+@pytest.mark.parametrize("bad", ["", "ftp://host", "http://"])
+def test_bad_urls_are_value_errors(bad):
+    with pytest.raises(ValueError):
+        http_url(bad)
+
+
+def test_loopback_detection():
+    assert is_loopback("http://localhost:1")
+    assert is_loopback("http://127.0.0.5:1")
+    assert is_loopback("http://[::1]:1")
+    assert not is_loopback("https://example.org")

@@ -1,0 +1,172 @@
+"""Our client against real servers on loopback: the official framework's, hand-written peers, and ours."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+
+import pytest
+
+from openenv_lab.client import (
+    CapacityError,
+    Client,
+    ConnectError,
+    ProtocolError,
+    ServerError,
+    Session,
+    SessionClosed,
+    Timeout,
+    Timeouts,
+)
+from openenv_lab.launch import EmbeddedServer
+from tests.peers.raw_servers import LegacyServer, NotOpenEnvServer, SilentServer
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_episode_against_the_official_framework(official_counter):
+    with Session(official_counter) as session:
+        first = session.reset(episode_id="ep-1")
+        assert first.observation == {"value": 0, "target": 10}
+        assert first.reward == 0.0 and first.done is False
+        result = session.step({"delta": 4})
+        assert result.observation["value"] == 4
+        assert result.reward == pytest.approx(-0.01)
+        assert result.metadata == {"step": 1}  # sent nested and at the top level by openenv 0.10
+        result = session.step({"delta": 6})
+        assert result.done is True and result.reward == 1.0
+        state = session.state()
+        assert state == {"episode_id": "ep-1", "step_count": 2}
+        assert session.bytes_sent > 0 and session.bytes_received > 0
+
+
+def test_reset_kwargs_reach_the_environment(official_counter):
+    with Session(official_counter) as session:
+        assert session.reset(start=7).observation["value"] == 7
+
+
+def test_validation_error_keeps_the_session_open(official_counter):
+    with Session(official_counter) as session:
+        session.reset()
+        with pytest.raises(ServerError) as caught:
+            session.step({"delta": "many"})
+        assert caught.value.code == "VALIDATION_ERROR"
+        assert "delta" in str(caught.value)
+        assert not session.closed
+        assert session.step({"delta": 1}).observation["value"] == 1
+        assert session.state()["step_count"] == 1  # the invalid step did not count
+
+
+def test_capacity_error_names_the_numbers_and_frees_on_close(official_counter):
+    first = Session(official_counter)
+    second = Session(official_counter)
+    try:
+        with pytest.raises(CapacityError) as caught:
+            Session(official_counter)
+        assert caught.value.max_sessions == 2
+        assert caught.value.active_sessions == 2
+        assert official_counter.split("//")[1] in str(caught.value)
+    finally:
+        first.close()
+    # The slot is released once the server has seen the close.
+    for _ in range(50):
+        try:
+            third = Session(official_counter)
+            break
+        except CapacityError:
+            import time
+
+            time.sleep(0.05)
+    else:
+        pytest.fail("closing a session did not free its slot")
+    third.close()
+    second.close()
+
+
+def test_no_server_is_a_connect_error_naming_the_url():
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(ConnectError) as caught:
+        Session(url, timeouts=Timeouts(connect=2.0))
+    assert url.replace("http", "ws") in str(caught.value)
+    assert "serve chess" in str(caught.value)
+
+
+def test_a_server_that_never_answers_the_upgrade_is_a_connect_timeout():
+    # A socket that listens but never reads: TCP connects, the WebSocket handshake never completes.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        with pytest.raises(ConnectError, match="within 0.5 s"):
+            Session(url, timeouts=Timeouts(connect=0.5))
+
+
+def test_not_an_openenv_server_is_a_protocol_error():
+    with NotOpenEnvServer() as server, pytest.raises(ProtocolError, match="404.*OpenEnv"):
+        Session(server.url)
+
+
+def test_silent_server_times_out_and_closes_the_session():
+    with SilentServer() as server:
+        session = Session(server.url, timeouts=Timeouts(request=0.3, close=0.5))
+        with pytest.raises(Timeout, match="did not reply within 0.3 s") as caught:
+            session.reset()
+        assert isinstance(caught.value, TimeoutError)
+        assert session.closed
+        with pytest.raises(SessionClosed):
+            session.step({})
+
+
+def test_legacy_envelopes_and_odd_rewards():
+    with LegacyServer() as server, Session(server.url) as session:
+        session.reset()
+        rewards = [session.step({}).reward for _ in range(4)]
+        assert rewards == [1.0, 1.0, None, 0.5]
+        assert session.step({}).metadata == {}
+
+
+def test_works_inside_a_running_event_loop(official_counter):
+    """As in a Jupyter kernel, where an asyncio loop is already running on this thread."""
+
+    async def inside_the_loop() -> int:
+        with Session(official_counter) as session:
+            session.reset()
+            return session.step({"delta": 2}).observation["value"]
+
+    assert asyncio.run(inside_the_loop()) == 2
+
+
+def test_server_death_mid_episode_is_session_closed():
+    with EmbeddedServer("chess") as server:
+        session = Session(server.base_url, timeouts=Timeouts(request=10.0))
+        first = session.reset(seed=1, agent_color="white")
+        session.step({"move": first.observation["legal_moves"][0]})
+        os.kill(server._process.pid, signal.SIGKILL)
+        with pytest.raises(SessionClosed, match="episode in progress is lost"):
+            session.step({"move": "e2e4"})
+        assert session.closed
+
+
+def test_client_info_calls(official_counter):
+    with Client(official_counter) as client:
+        assert client.health() == {"status": "healthy"}
+        schema = client.schema()
+        assert set(schema["action"]["properties"]) == {"delta", "metadata"}
+        assert client.metadata()["name"] == "CounterEnvironment"
+        assert client.capacity() is None  # the official server has no /capacity route
+        with pytest.raises(ProtocolError, match="404"):
+            client.get("/no-such-route")
+
+
+def test_client_against_no_server():
+    with Client(f"http://127.0.0.1:{free_port()}", timeouts=Timeouts(connect=1.0)) as client:
+        with pytest.raises(ConnectError):
+            client.health()
+        with pytest.raises(ConnectError, match="did not become healthy within 0.3 s"):
+            client.wait_until_healthy(0.3)

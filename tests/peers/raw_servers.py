@@ -1,0 +1,110 @@
+"""Hand-written servers on loopback for behaviour the official framework cannot produce.
+
+- `LegacyServer` speaks the OpenEnv 0.3.x WebSocket protocol: no ``metadata`` anywhere, and rewards as
+  ints, bools and ``null``, as older servers and Spaces still do.
+- `SilentServer` accepts the WebSocket upgrade and then never answers (a hung environment).
+- `NotOpenEnvServer` is a plain HTTP server answering 404 to everything (a wrong URL or port).
+
+Each runs in a daemon thread of the test process and is a real server: the client under test opens
+real TCP connections to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import json
+import threading
+from typing import Any
+
+from websockets.asyncio.server import serve
+
+
+class _ThreadedWebSocketServer:
+    def __init__(self) -> None:
+        self.url = ""
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    def __enter__(self) -> _ThreadedWebSocketServer:
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(5)
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with serve(self.handler, "127.0.0.1", 0) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            self.url = f"http://127.0.0.1:{port}"
+            self._ready.set()
+            await self._stop.wait()
+
+    async def handler(self, ws: Any) -> None:
+        raise NotImplementedError
+
+
+class LegacyServer(_ThreadedWebSocketServer):
+    """OpenEnv 0.3-style replies; the reward of step n cycles through 1, True, None, 0.5."""
+
+    REWARDS = (1, True, None, 0.5)
+
+    async def handler(self, ws: Any) -> None:
+        steps = 0
+        async for raw in ws:
+            message = json.loads(raw)
+            kind = message["type"]
+            if kind == "close":
+                return
+            if kind == "state":
+                await ws.send(json.dumps({"type": "state", "data": {"episode_id": "e", "step_count": steps}}))
+                continue
+            if kind == "reset":
+                steps = 0
+                reply = {"observation": {"value": 0}, "reward": 0.0, "done": False}
+            else:
+                steps += 1
+                reward = self.REWARDS[(steps - 1) % len(self.REWARDS)]
+                reply = {"observation": {"value": steps}, "reward": reward, "done": steps >= 4}
+            await ws.send(json.dumps({"type": "observation", "data": reply}))
+
+
+class SilentServer(_ThreadedWebSocketServer):
+    """Answers the first request (the client's opening state request), then nothing ever again."""
+
+    async def handler(self, ws: Any) -> None:
+        first = True
+        async for _raw in ws:
+            if first:
+                await ws.send(json.dumps({"type": "state", "data": {"episode_id": None, "step_count": 0}}))
+                first = False
+
+
+class NotOpenEnvServer:
+    """A plain HTTP server that answers 404 to every request."""
+
+    def __enter__(self) -> NotOpenEnvServer:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self.send_error(404)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
