@@ -1,0 +1,90 @@
+"""Our own OpenEnv environments, built on the ``openenv`` package's server framework.
+
+This module is the catalogue: which servers we bundle, what options each takes, and how to build its
+app. Importing it is cheap; the servers themselves (and ``openenv``) are imported only when an app is
+built, normally in a server process of its own (`openenv_lab.launch.EmbeddedServer`, or
+``openenv-lab serve NAME``).
+
+Example:
+    >>> from openenv_lab.servers import BUNDLED_SERVERS
+    >>> sorted(BUNDLED_SERVERS)
+    ['chess']
+    >>> [option.name for option in BUNDLED_SERVERS["chess"].options]
+    ['opponent', 'agent_color', 'opponent_depth', 'max_moves']
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from .chess_opponents import OPPONENTS
+
+__all__ = ["BUNDLED_SERVERS", "BundledServer", "ServerOption", "get_bundled_server"]
+
+
+@dataclass(frozen=True)
+class ServerOption:
+    """One option of a bundled server: a keyword of its app factory and a ``--flag`` of the CLI."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class BundledServer:
+    """A server we ship: its name, what it is, where its app factory lives, and its options."""
+
+    name: str
+    summary: str
+    app_factory: str
+    options: tuple[ServerOption, ...] = ()
+    default_max_sessions: int = 64
+
+    def make_app(self, *, max_sessions: int | None = None, **options: Any) -> Any:
+        """Build the server's FastAPI app (imports the server module and ``openenv``)."""
+        known = {option.name for option in self.options}
+        unknown = set(options) - known
+        if unknown:
+            raise ValueError(
+                f"The {self.name} server has no option(s) {sorted(unknown)}; it takes {sorted(known)}"
+            )
+        module_name, function_name = self.app_factory.split(":")
+        factory = getattr(importlib.import_module(module_name), function_name)
+        return factory(max_sessions=max_sessions or self.default_max_sessions, **options)
+
+
+BUNDLED_SERVERS: dict[str, BundledServer] = {
+    "chess": BundledServer(
+        name="chess",
+        summary="Chess against a random, greedy, minimax or Stockfish opponent (official chess_env schema).",
+        app_factory="openenv_lab.servers.chess:make_app",
+        options=(
+            ServerOption(
+                "opponent",
+                str,
+                "random",
+                "the default opponent",
+                OPPONENTS,
+            ),
+            ServerOption(
+                "agent_color", str, "random", "the agent's default colour", ("white", "black", "random")
+            ),
+            ServerOption("opponent_depth", int, 2, "search depth of the minimax and stockfish opponents"),
+            ServerOption("max_moves", int, 500, "half-moves (both sides) before a game is cut as a draw"),
+        ),
+    ),
+}
+
+
+def get_bundled_server(name: str) -> BundledServer:
+    """The bundled server called ``name``, or a `ValueError` listing the ones that exist."""
+    try:
+        return BUNDLED_SERVERS[name]
+    except KeyError:
+        shipped = ", ".join(sorted(BUNDLED_SERVERS))
+        raise ValueError(f"There is no bundled server called {name!r}; openenv_lab ships {shipped}") from None

@@ -1,0 +1,91 @@
+"""Building a FastAPI app for one of our environments on OpenEnv's own server framework.
+
+The app is exactly what ``openenv.core.env_server.create_app`` builds (the same routes: ``/ws``,
+``/health``, ``/schema``, ``/metadata``, ``/reset``, ``/step``, ``/state``, ``/mcp``), plus one
+read-only route of ours, ``GET /capacity``, that reports how many sessions are open and allowed, so
+clients can plan vector environments before opening sessions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["build_app", "import_openenv_server"]
+
+
+def import_openenv_server() -> Any:
+    """Import ``openenv.core.env_server``, skipping its Gradio web UI when it is not wanted.
+
+    Importing the package pulls in Gradio (about 4 s of the 6 s import) only for the optional web UI,
+    and the package already treats a missing Gradio as "no web UI". We hide Gradio for the duration of
+    the import (unless ``ENABLE_WEB_INTERFACE`` asks for the UI), then un-hide it, so a later
+    ``import gradio`` in the same process works as usual.
+    """
+    name = "openenv.core.env_server"
+    if name in sys.modules:
+        return sys.modules[name]
+    hide = "gradio" not in sys.modules and not _web_interface_wanted()
+    if hide:
+        sys.modules["gradio"] = None  # type: ignore[assignment]  # makes `import gradio` fail fast
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        if not hide:
+            raise
+        # A version of openenv that needs Gradio outright: forget the partial import, import it all.
+        for module in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")]:
+            del sys.modules[module]
+        del sys.modules["gradio"]
+        hide = False
+        return importlib.import_module(name)
+    finally:
+        if hide and sys.modules.get("gradio", 0) is None:
+            del sys.modules["gradio"]
+
+
+def _web_interface_wanted() -> bool:
+    return os.getenv("ENABLE_WEB_INTERFACE", "false").lower() in ("true", "1", "yes")
+
+
+def build_app(
+    env_factory: Callable[[], Any],
+    action_cls: type,
+    observation_cls: type,
+    state_cls: type,
+    *,
+    env_name: str,
+    max_sessions: int,
+) -> Any:
+    """The FastAPI app serving ``env_factory`` with up to ``max_sessions`` concurrent WebSocket sessions."""
+    if max_sessions < 1:
+        raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+    env_server = import_openenv_server()
+    from fastapi import FastAPI
+
+    from openenv_lab import __version__
+
+    app = FastAPI(
+        title=f"openenv_lab {env_name} environment",
+        version=__version__,
+        description=f"OpenEnv server for the {env_name} environment, built by openenv_lab.",
+    )
+    server = env_server.HTTPEnvServer(
+        env_factory,
+        action_cls,
+        observation_cls,
+        max_concurrent_envs=max_sessions,
+        env_name=env_name,
+        state_cls=state_cls,
+    )
+    server.register_routes(app, mode=os.environ.get("OPENENV_MODE", "simulation"))
+
+    @app.get("/capacity", tags=["Health"], summary="Sessions open and allowed")
+    def capacity() -> dict[str, int]:
+        status = server.get_capacity_status()
+        return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions}
+
+    return app

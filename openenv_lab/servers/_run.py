@@ -1,0 +1,82 @@
+"""Running a bundled server under uvicorn: the body of ``openenv-lab serve`` and of embedded servers.
+
+The listening socket is bound before uvicorn starts, so ``port=0`` picks a free port with no race, and
+the real address is printed on one line (``ANNOUNCE_PREFIX <url>``) for the process that started us.
+With ``exit_with_parent`` the server also stops when its standard input reaches end-of-file, which
+happens when the parent process exits or dies for any reason: an embedded server never outlives the
+Python process (or notebook kernel) that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from . import get_bundled_server
+
+__all__ = ["ANNOUNCE_PREFIX", "run_server"]
+
+ANNOUNCE_PREFIX = "OPENENV_LAB_LISTENING"
+_HARD_EXIT_AFTER = 6.0
+
+
+def run_server(
+    name: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int | None = None,
+    log_level: str = "warning",
+    announce: bool = False,
+    exit_with_parent: bool = False,
+    **options: Any,
+) -> None:
+    """Serve the bundled server ``name`` until interrupted (blocking)."""
+    import uvicorn
+
+    app = get_bundled_server(name).make_app(max_sessions=max_sessions, **options)
+    sock = _listen(host, port)
+    bound_port = sock.getsockname()[1]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{bound_port}"
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on")
+    )
+    if exit_with_parent:
+        threading.Thread(target=_stop_at_stdin_eof, args=(server,), daemon=True).start()
+    if announce:
+        print(f"{ANNOUNCE_PREFIX} {url}", flush=True)
+    else:
+        print(f"openenv_lab {name} server listening on {url} (Ctrl+C to stop)", flush=True)
+    server.run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(
+            exc.errno,
+            f"Cannot listen on {host}:{port}: {exc.strerror}. Choose another --port (0 picks a free one).",
+        ) from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _stop_at_stdin_eof(server: Any) -> None:
+    try:
+        while sys.stdin.buffer.read(1024):
+            pass
+    except (OSError, ValueError):
+        pass
+    server.should_exit = True
+    time.sleep(_HARD_EXIT_AFTER)  # a graceful shutdown that hangs (a stuck session) must not keep us alive
+    os._exit(0)

@@ -1,0 +1,344 @@
+"""Our chess OpenEnv server: wire-compatible with the official ``chess_env``, with more to offer.
+
+Same wire format as the official server: action ``{"move": "<uci>"}``; observation ``fen``, ``legal_moves``,
+``is_check``, ``result`` plus ``done``/``reward``; rewards +1 win, -1 loss, 0 draw, -0.1 for an illegal or
+unparseable move (which changes nothing and does not end the game). On top of that, at no cost to
+compatibility:
+
+- ``reset(seed=...)`` is honoured: the agent's colour (when random) and the opponent's choices replay
+  exactly. The seed is echoed in the reset metadata so clients can tell it was applied;
+- ``reset`` also takes ``fen`` (start position), ``agent_color`` (``white``/``black``/``random``),
+  ``opponent`` (see `openenv_lab.servers.chess_opponents`), ``opponent_depth`` and ``max_moves``;
+  an unknown option is an error rather than silently ignored;
+- many concurrent sessions on one server (``SUPPORTS_CONCURRENT_SESSIONS``);
+- the metadata of every observation says why a game ended (``end_reason``: ``checkmate``, ``stalemate``,
+  ``insufficient_material``, ``fifty_moves``, ``threefold_repetition``, ``seventyfive_moves``,
+  ``fivefold_repetition``, or ``move_limit``), the opponent's reply (``opponent_move``), the agent's colour
+  and the ply count;
+- a step after the game ended is refused with an error instead of scoring another illegal move;
+- ``state.step_count`` counts the agent's steps since reset (the official server counts both sides'
+  moves), and ``episode_id`` from ``reset`` is kept, as OpenEnv's validator expects.
+
+Rules: fifty-move and threefold-repetition draws are applied as soon as they can be claimed; ``max_moves``
+(default 500) counts half-moves of both sides since reset, and reaching it ends the game as a draw with
+``end_reason="move_limit"`` (a truncation, not a real end of the game).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import uuid
+from typing import Any
+
+import chess
+from pydantic import Field
+
+from ._app import build_app, import_openenv_server
+from .chess_opponents import OPPONENTS, STOCKFISH_MISSING, Opponent, find_stockfish, make_opponent
+
+_env_server = import_openenv_server()
+Action = _env_server.Action
+Observation = _env_server.Observation
+State = _env_server.State
+Environment = _env_server.Environment
+EnvironmentMetadata = _env_server.types.EnvironmentMetadata
+
+__all__ = ["ChessAction", "ChessEnvironment", "ChessObservation", "ChessState", "make_app"]
+
+ILLEGAL_MOVE_REWARD = -0.1
+COLOURS = ("white", "black", "random")
+
+
+class ChessAction(Action):
+    """The agent's move."""
+
+    move: str = Field(..., description="The move in UCI notation, e.g. 'e2e4', or 'e7e8q' to promote")
+
+
+class ChessObservation(Observation):
+    """The position the agent must move in (after the opponent's reply)."""
+
+    fen: str = Field(default=chess.STARTING_FEN, description="The position in FEN")
+    legal_moves: list[str] = Field(default_factory=list, description="Legal moves in UCI notation")
+    is_check: bool = Field(default=False, description="Whether the side to move is in check")
+    result: str | None = Field(
+        default=None, description="'1-0', '0-1' or '1/2-1/2' once the game is over, else null"
+    )
+
+
+class ChessState(State):
+    """The whole game: position, both sides' moves, and the episode's settings."""
+
+    fen: str = chess.STARTING_FEN
+    current_player: str = "white"
+    move_history: list[str] = Field(default_factory=list, description="Both sides' moves, in UCI")
+    agent_color: str = "white"
+    opponent: str = "random"
+    ply: int = Field(default=0, description="Half-moves of both sides since reset")
+    seed: int | None = None
+
+
+class ChessEnvironment(Environment):
+    """One chess game per session against a configurable opponent.
+
+    The constructor arguments are the server's defaults; every one of them can be changed per episode
+    through ``reset``.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(
+        self,
+        opponent: str = "random",
+        agent_color: str = "random",
+        opponent_depth: int = 2,
+        max_moves: int = 500,
+    ) -> None:
+        super().__init__()
+        _check_options(opponent, agent_color, opponent_depth, max_moves)
+        self._defaults = {
+            "opponent": opponent,
+            "agent_color": agent_color,
+            "opponent_depth": opponent_depth,
+            "max_moves": max_moves,
+        }
+        self._opponent: Opponent | None = None  # built on first use: Stockfish is a process
+        self._opponent_key: tuple[str, int] = ("none", opponent_depth)
+        self._rng = random.Random()
+        self._board = chess.Board()
+        self._state = ChessState()
+        self._max_moves = max_moves
+        self._end_reason: str | None = None
+        self._result: str | None = None
+        # Like the official server, a new environment is ready to play without a reset (HTTP /step).
+        self.reset()
+
+    # ------------------------------------------------------------------ OpenEnv interface
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        fen: str | None = None,
+        agent_color: str | None = None,
+        opponent: str | None = None,
+        opponent_depth: int | None = None,
+        max_moves: int | None = None,
+        **unknown: Any,
+    ) -> ChessObservation:
+        if unknown:
+            raise ValueError(
+                f"Unknown reset option(s) {sorted(unknown)}; the chess server takes seed, episode_id, "
+                "fen, agent_color, opponent, opponent_depth and max_moves"
+            )
+        settings = dict(self._defaults)
+        for key, value in (
+            ("agent_color", agent_color),
+            ("opponent", opponent),
+            ("opponent_depth", opponent_depth),
+            ("max_moves", max_moves),
+        ):
+            if value is not None:
+                settings[key] = value
+        _check_options(
+            settings["opponent"], settings["agent_color"], settings["opponent_depth"], settings["max_moves"]
+        )
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+
+        board = _board_from_fen(fen)
+        self._rng = random.Random(seed)
+        colour = settings["agent_color"]
+        if colour == "random":
+            colour = self._rng.choice(("white", "black"))
+        self._set_opponent(settings["opponent"], settings["opponent_depth"])
+        self._board = board
+        self._max_moves = settings["max_moves"]
+        self._end_reason = None
+        self._result = None
+        self._state = ChessState(
+            episode_id=episode_id or str(uuid.uuid4()),
+            step_count=0,
+            fen=board.fen(),
+            current_player=_colour_name(board.turn),
+            agent_color=colour,
+            opponent=settings["opponent"],
+            seed=seed,
+        )
+
+        metadata: dict[str, Any] = {"agent_color": colour, "opponent": settings["opponent"]}
+        if seed is not None:
+            metadata["seed"] = seed
+        self._check_game_over()
+        agent_turn = chess.WHITE if colour == "white" else chess.BLACK
+        if self._end_reason is None and self._has_opponent and board.turn != agent_turn:
+            metadata["opponent_move"] = self._play_opponent()
+            self._check_game_over()
+        return self._observation(reward=0.0, metadata=metadata)
+
+    def step(self, action: ChessAction, timeout_s: float | None = None, **kwargs: Any) -> ChessObservation:
+        if self._end_reason is not None:
+            raise ValueError(
+                f"The game is over ({self._end_reason}, {self._result}); send a reset to start a new one"
+            )
+        self._state.step_count += 1
+        metadata: dict[str, Any] = {"agent_color": self._state.agent_color}
+        try:
+            move = chess.Move.from_uci(action.move.strip())
+        except ValueError:
+            move = None
+        if move is None or not self._board.is_legal(move):
+            metadata["illegal_move"] = action.move
+            return self._observation(reward=ILLEGAL_MOVE_REWARD, metadata=metadata)
+
+        self._push(move)
+        reward = self._check_game_over()
+        if self._end_reason is None and self._has_opponent:
+            metadata["opponent_move"] = self._play_opponent()
+            reward = self._check_game_over()
+        return self._observation(reward=reward, metadata=metadata)
+
+    @property
+    def state(self) -> ChessState:
+        return self._state
+
+    def get_metadata(self) -> Any:
+        from openenv_lab import __version__
+
+        return EnvironmentMetadata(
+            name="chess",
+            description=(
+                "Chess against a configurable opponent (random, greedy, minimax, stockfish or none), "
+                "wire-compatible with OpenEnv's chess_env, with seeded resets and concurrent sessions."
+            ),
+            version=__version__,
+            author="openenv_lab",
+        )
+
+    def close(self) -> None:
+        if self._opponent is not None:
+            self._opponent.close()
+            self._opponent = None
+
+    # ------------------------------------------------------------------ game mechanics
+
+    @property
+    def _has_opponent(self) -> bool:
+        return self._opponent_key[0] != "none"
+
+    def _set_opponent(self, name: str, depth: int) -> None:
+        if (name, depth) != self._opponent_key:
+            self.close()
+            self._opponent_key = (name, depth)
+
+    def _push(self, move: chess.Move) -> None:
+        self._board.push(move)
+        self._state.move_history.append(move.uci())
+        self._state.ply += 1
+
+    def _play_opponent(self) -> str:
+        if self._opponent is None:
+            self._opponent = make_opponent(*self._opponent_key)
+        assert self._opponent is not None
+        move = self._opponent.choose(self._board, self._rng)
+        self._push(move)
+        return move.uci()
+
+    def _check_game_over(self) -> float:
+        """Set the end reason and result if the game just ended; the reward from the agent's view."""
+        board = self._board
+        outcome = board.outcome(claim_draw=False)
+        if outcome is not None:
+            reason = outcome.termination.name.lower()
+            self._result = outcome.result()
+        elif board.halfmove_clock >= 100:
+            reason, self._result = "fifty_moves", "1/2-1/2"
+        elif board.is_repetition(3):
+            reason, self._result = "threefold_repetition", "1/2-1/2"
+        elif self._state.ply >= self._max_moves:
+            reason, self._result = "move_limit", "1/2-1/2"
+        else:
+            return 0.0
+        self._end_reason = reason
+        if outcome is None or outcome.winner is None:
+            return 0.0
+        if not self._has_opponent:  # self-play: the reward is the mover's
+            return 1.0
+        agent = chess.WHITE if self._state.agent_color == "white" else chess.BLACK
+        return 1.0 if outcome.winner == agent else -1.0
+
+    def _observation(self, *, reward: float, metadata: dict[str, Any]) -> ChessObservation:
+        board = self._board
+        done = self._end_reason is not None
+        self._state.fen = fen = board.fen()
+        self._state.current_player = _colour_name(board.turn)
+        metadata["ply"] = self._state.ply
+        metadata["fullmove_number"] = board.fullmove_number
+        metadata["halfmove_clock"] = board.halfmove_clock
+        if done:
+            metadata["end_reason"] = self._end_reason
+        return ChessObservation(
+            fen=fen,
+            legal_moves=[] if done else [move.uci() for move in board.legal_moves],
+            is_check=board.is_check(),
+            result=self._result if done else None,
+            done=done,
+            reward=reward,
+            metadata=metadata,
+        )
+
+
+def _check_options(opponent: str, agent_color: str, opponent_depth: int, max_moves: int) -> None:
+    if opponent not in OPPONENTS:
+        raise ValueError(f"Unknown opponent {opponent!r}; choose one of {', '.join(OPPONENTS)}")
+    if opponent == "stockfish" and find_stockfish() is None:
+        raise ValueError(STOCKFISH_MISSING)
+    if agent_color not in COLOURS:
+        raise ValueError(f"agent_color must be one of {', '.join(COLOURS)}, got {agent_color!r}")
+    if not isinstance(opponent_depth, int) or opponent_depth < 1:
+        raise ValueError(f"opponent_depth must be a positive integer, got {opponent_depth!r}")
+    if not isinstance(max_moves, int) or max_moves < 1:
+        raise ValueError(f"max_moves must be a positive integer, got {max_moves!r}")
+
+
+def _board_from_fen(fen: str | None) -> chess.Board:
+    if fen is None:
+        return chess.Board()
+    try:
+        board = chess.Board(fen)
+    except ValueError as exc:
+        raise ValueError(f"Invalid FEN {fen!r}: {exc}") from None
+    if not board.is_valid():
+        raise ValueError(f"FEN {fen!r} is not a legal chess position ({board.status()!r})")
+    return board
+
+
+def _colour_name(colour: chess.Color) -> str:
+    return "white" if colour == chess.WHITE else "black"
+
+
+def make_app(
+    opponent: str = "random",
+    agent_color: str = "random",
+    opponent_depth: int = 2,
+    max_moves: int = 500,
+    max_sessions: int = 64,
+) -> Any:
+    """The FastAPI app of the chess server; the arguments are defaults each reset can override."""
+    _check_options(opponent, agent_color, opponent_depth, max_moves)
+    factory = functools.partial(
+        ChessEnvironment,
+        opponent=opponent,
+        agent_color=agent_color,
+        opponent_depth=opponent_depth,
+        max_moves=max_moves,
+    )
+    return build_app(
+        factory,
+        ChessAction,
+        ChessObservation,
+        ChessState,
+        env_name="chess",
+        max_sessions=max_sessions,
+    )

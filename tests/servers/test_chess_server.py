@@ -1,0 +1,183 @@
+"""The chess environment's rules, exercised in process (tests/servers/test_compat.py covers the wire)."""
+
+from __future__ import annotations
+
+import random
+
+import chess
+import pytest
+
+from openenv_lab.servers.chess import ChessAction, ChessEnvironment
+from openenv_lab.servers.chess_opponents import find_stockfish, make_opponent
+
+
+def play_random_game(env: ChessEnvironment, seed: int, **reset_options) -> list[str]:
+    rng = random.Random(seed)
+    obs = env.reset(seed=seed, **reset_options)
+    moves = [obs.fen]
+    while not obs.done:
+        obs = env.step(ChessAction(move=rng.choice(obs.legal_moves)))
+        moves.append(obs.fen)
+    return moves
+
+
+def test_seeded_games_replay_exactly():
+    env = ChessEnvironment()
+    assert play_random_game(env, seed=5) == play_random_game(env, seed=5)
+    assert play_random_game(env, seed=5) != play_random_game(env, seed=6)
+
+
+def test_seed_is_echoed_and_random_colour_follows_it():
+    env = ChessEnvironment()
+    colours = {env.reset(seed=s).metadata["agent_color"] for s in range(20)}
+    assert colours == {"white", "black"}
+    first = env.reset(seed=11)
+    assert first.metadata["seed"] == 11
+    assert env.reset(seed=11).metadata["agent_color"] == first.metadata["agent_color"]
+    assert "seed" not in env.reset().metadata
+
+
+def test_black_agent_sees_the_opponents_first_move():
+    obs = ChessEnvironment().reset(seed=0, agent_color="black")
+    assert obs.fen.split()[1] == "b"
+    assert obs.metadata["opponent_move"] in {m.uci() for m in chess.Board().legal_moves}
+    assert obs.metadata["ply"] == 1
+
+
+def test_illegal_and_unparseable_moves_cost_a_tenth_and_change_nothing():
+    env = ChessEnvironment()
+    before = env.reset(seed=0, agent_color="white")
+    for move in ("e2e5", "hello", ""):
+        obs = env.step(ChessAction(move=move))
+        assert obs.reward == pytest.approx(-0.1)
+        assert not obs.done
+        assert obs.fen == before.fen
+        assert obs.metadata["illegal_move"] == move
+    assert env.state.step_count == 3
+
+
+def test_checkmate_by_the_agent_is_won():
+    env = ChessEnvironment()
+    # Scholar's mate position, white to play Qxf7#.
+    env.reset(fen="r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4", agent_color="white")
+    obs = env.step(ChessAction(move="f3f7"))
+    assert obs.done and obs.reward == 1.0
+    assert obs.result == "1-0"
+    assert obs.metadata["end_reason"] == "checkmate"
+    assert obs.legal_moves == []
+
+
+def test_checkmate_by_the_opponent_is_lost():
+    env = ChessEnvironment()
+    # Fool's mate: white (the agent) plays g2g4 and the greedy opponent mates with Qh4#.
+    env.reset(
+        fen="rnbqkbnr/pppp1ppp/8/4p3/8/5P2/PPPPP1PP/RNBQKBNR w KQkq - 0 2",
+        opponent="greedy",
+        agent_color="white",
+    )
+    obs = env.step(ChessAction(move="g2g4"))
+    assert obs.metadata["opponent_move"] == "d8h4"
+    assert obs.done and obs.reward == -1.0 and obs.result == "0-1"
+
+
+def test_stalemate_is_a_draw():
+    env = ChessEnvironment()
+    env.reset(fen="7k/8/6K1/8/8/8/8/5Q2 w - - 0 1", agent_color="white")
+    obs = env.step(ChessAction(move="f1f7"))
+    assert obs.done and obs.reward == 0.0
+    assert obs.metadata["end_reason"] == "stalemate"
+
+
+def test_move_limit_ends_the_game_as_a_cut():
+    env = ChessEnvironment()
+    obs = env.reset(seed=3, agent_color="white", max_moves=6)
+    steps = 0
+    while not obs.done:
+        obs = env.step(ChessAction(move=obs.legal_moves[0]))
+        steps += 1
+    assert steps == 3
+    assert obs.metadata["end_reason"] == "move_limit"
+    assert obs.metadata["ply"] == 6
+    assert obs.reward == 0.0
+
+
+def test_threefold_repetition_is_detected():
+    env = ChessEnvironment()
+    env.reset(agent_color="white", opponent="none")
+    shuffle = ["g1f3", "g8f6", "f3g1", "f6g8"] * 2
+    for move in shuffle:
+        obs = env.step(ChessAction(move=move))
+    assert obs.done and obs.metadata["end_reason"] == "threefold_repetition"
+
+
+def test_fifty_move_rule():
+    env = ChessEnvironment()
+    env.reset(fen="8/8/8/4k3/8/8/8/R3K3 w - - 99 80", agent_color="white", opponent="none")
+    obs = env.step(ChessAction(move="a1a2"))
+    assert obs.done and obs.metadata["end_reason"] == "fifty_moves"
+
+
+def test_step_after_the_end_is_refused():
+    env = ChessEnvironment()
+    env.reset(fen="r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4", agent_color="white")
+    env.step(ChessAction(move="f3f7"))
+    with pytest.raises(ValueError, match="game is over"):
+        env.step(ChessAction(move="e1e2"))
+
+
+def test_bad_reset_options_are_errors_not_silence():
+    env = ChessEnvironment()
+    with pytest.raises(ValueError, match="Unknown reset option"):
+        env.reset(colour="white")
+    with pytest.raises(ValueError, match="Unknown opponent"):
+        env.reset(opponent="magnus")
+    with pytest.raises(ValueError, match="agent_color"):
+        env.reset(agent_color="green")
+    with pytest.raises(ValueError, match="Invalid FEN"):
+        env.reset(fen="not a fen")
+    with pytest.raises(ValueError, match="non-negative"):
+        env.reset(seed=-1)
+
+
+def test_state_counts_agent_steps_and_keeps_the_episode_id():
+    env = ChessEnvironment()
+    obs = env.reset(seed=2, episode_id="ep-7", agent_color="white")
+    env.step(ChessAction(move=obs.legal_moves[0]))
+    state = env.state
+    assert state.episode_id == "ep-7"
+    assert state.step_count == 1
+    assert state.ply == 2 and len(state.move_history) == 2
+    assert state.agent_color == "white" and state.seed == 2
+
+
+@pytest.mark.parametrize("name", ["random", "greedy", "minimax"])
+def test_opponents_play_legal_moves(name):
+    rng = random.Random(0)
+    opponent = make_opponent(name, depth=1)
+    board = chess.Board()
+    for _ in range(12):
+        move = opponent.choose(board, rng)
+        assert board.is_legal(move)
+        board.push(move)
+
+
+@pytest.mark.parametrize("name", ["greedy", "minimax"])
+def test_stronger_opponents_take_a_mate_in_one(name):
+    board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")  # Ra8#
+    assert make_opponent(name, depth=2).choose(board, random.Random(0)).uci() == "a1a8"
+
+
+def test_minimax_sees_the_recapture_that_greedy_walks_into():
+    board = chess.Board("7k/2p5/3p4/8/8/8/8/3R3K w - - 0 1")  # d6 is defended by c7
+    assert make_opponent("greedy").choose(board, random.Random(0)).uci() == "d1d6"
+    assert make_opponent("minimax", depth=2).choose(board, random.Random(0)).uci() != "d1d6"
+
+
+@pytest.mark.skipif(find_stockfish() is None, reason="Stockfish is not installed (apt install stockfish)")
+def test_stockfish_opponent_plays_and_is_closed():
+    env = ChessEnvironment(opponent="stockfish", opponent_depth=1, agent_color="white")
+    obs = env.reset(seed=0)
+    obs = env.step(ChessAction(move="f2f3"))
+    assert chess.Board(obs.fen).is_valid()
+    env.close()
+    assert env._opponent is None

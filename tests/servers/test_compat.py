@@ -1,0 +1,84 @@
+"""Our chess server on the wire, judged by the official ``openenv`` package: its client and its validator."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from openenv_lab.client import Client, Session
+from openenv_lab.servers._app import import_openenv_server
+
+OFFICIAL_CHESS_FIELDS = {
+    "action": {"move", "metadata"},
+    "observation": {"fen", "legal_moves", "is_check", "result", "done", "reward", "metadata"},
+}
+
+
+def test_official_generic_client_plays_a_full_game(chess_url):
+    import_openenv_server()
+    from openenv.core import GenericEnvClient
+
+    rng = random.Random(0)
+    with GenericEnvClient(base_url=chess_url).sync() as client:
+        result = client.reset(seed=4, agent_color="black")
+        assert result.observation["fen"].split()[1] == "b"
+        steps = 0
+        while not result.done:
+            result = client.step({"move": rng.choice(result.observation["legal_moves"])})
+            steps += 1
+        assert result.observation["result"] in {"1-0", "0-1", "1/2-1/2"}
+        assert result.reward in {-1.0, 0.0, 1.0}
+        assert client.state()["step_count"] == steps
+
+
+def test_schema_uses_the_official_field_names(chess_url):
+    with Client(chess_url) as client:
+        schema = client.schema()
+    for model, fields in OFFICIAL_CHESS_FIELDS.items():
+        assert set(schema[model]["properties"]) == fields
+    assert schema["action"]["required"] == ["move"]
+    assert {"fen", "move_history", "current_player"} <= set(schema["state"]["properties"])
+
+
+def test_wire_frames_match_the_official_envelope(chess_url):
+    with Session(chess_url) as session:
+        first = session.reset(seed=0, agent_color="white")
+        assert set(first.observation) == {"fen", "legal_moves", "is_check", "result"}
+        assert first.metadata["seed"] == 0
+
+
+def test_capacity_route_counts_sessions(chess_url):
+    with Client(chess_url) as client:
+        before = client.capacity()
+        assert before["max_sessions"] == 64
+        with Session(chess_url):
+            assert client.capacity()["active_sessions"] == before["active_sessions"] + 1
+
+
+def test_several_sessions_play_at_once(chess_url):
+    sessions = [Session(chess_url) for _ in range(8)]
+    try:
+        fens = [s.reset(seed=i, agent_color="white").observation["fen"] for i, s in enumerate(sessions)]
+        assert len(set(fens)) == 1
+        replies = [s.step({"move": "e2e4"}).metadata["opponent_move"] for s in sessions]
+        assert len(set(replies)) > 1  # independent, differently seeded opponents
+    finally:
+        for session in sessions:
+            session.close()
+
+
+@pytest.mark.slow
+def test_openenv_validate_passes(chess_url):
+    completed = subprocess.run(
+        [sys.executable, "-m", "openenv.cli.__main__", "validate", "--url", chess_url, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    report = json.loads(completed.stdout[completed.stdout.index("{") :])
+    failed = [c["id"] for c in report["criteria"] if not c["passed"]]
+    assert report["passed"], f"openenv validate failed: {failed}"
