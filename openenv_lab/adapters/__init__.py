@@ -1,0 +1,16 @@
+"""Adapters: one per environment family, mapping the server's JSON to gymnasium spaces and back.
+
+``ADAPTERS`` maps the family names used by the ``openenv/<family>`` ids to adapter classes; write a
+subclass of `Adapter` and pass it to `openenv_lab.OpenEnvEnv` for a family we do not ship.
+"""
+
+from .base import Adapter, Transition
+from .chess import ChessAdapter
+from .generic import GenericAdapter, UnicodeText
+
+ADAPTERS: dict[str, type[Adapter]] = {
+    "chess": ChessAdapter,
+    "remote": GenericAdapter,
+}
+
+__all__ = ["ADAPTERS", "Adapter", "ChessAdapter", "GenericAdapter", "Transition", "UnicodeText"]

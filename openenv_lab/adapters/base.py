@@ -1,0 +1,85 @@
+"""The adapter interface: how one environment family's JSON maps to gymnasium spaces and back.
+
+An adapter never opens a socket. `OpenEnvEnv` owns the session and hands the adapter what it needs:
+the server's `Client` once at start (for ``/schema`` or ``/config``), then every `StepResult`. The
+adapter turns an action from its ``action_space`` into the server's action JSON, and a server reply
+into an observation of its ``observation_space`` plus the honest episode ending.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from ..client import Client, StepResult
+
+__all__ = ["Adapter", "Transition"]
+
+
+@dataclass(slots=True)
+class Transition:
+    """What `OpenEnvEnv.step` returns, before gymnasium's tuple."""
+
+    observation: Any
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+class Adapter(ABC):
+    """Maps one family of OpenEnv environments onto gymnasium.
+
+    Subclasses set `server_name` (the bundled server the embedded launcher starts when no URL is
+    given; ``None`` if there is none), `render_modes`, and implement the abstract methods.
+    ``observation_space`` and ``action_space`` must be set by the end of `connect`.
+
+    Info keys every adapter provides: ``raw_observation`` (the server's observation fields),
+    ``metadata`` (the observation's metadata), and ``reward_missing=True`` when the server sent no reward
+    (the reward is then 0.0).
+    """
+
+    server_name: ClassVar[str | None] = None
+    render_modes: ClassVar[tuple[str, ...]] = ()
+    render_fps: ClassVar[int] = 4
+
+    observation_space: gym.Space[Any]
+    action_space: gym.Space[Any]
+
+    def connect(self, client: Client) -> None:  # noqa: B027 - optional hook
+        """Called once, before the first reset, with the server's HTTP client (for ``/schema`` etc.)."""
+
+    def probe(self, first: StepResult) -> None:  # noqa: B027 - optional hook
+        """Called with the reply to a probing reset when `needs_probe` is true (spaces from data)."""
+
+    needs_probe: ClassVar[bool] = False
+
+    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        """The keyword arguments to send with ``reset``: the seed, and ``options`` as they are."""
+        kwargs: dict[str, Any] = dict(options or {})
+        if seed is not None:
+            kwargs["seed"] = seed
+        return kwargs
+
+    @abstractmethod
+    def encode_action(self, action: Any) -> dict[str, Any]:
+        """The server's action JSON for ``action`` (already checked to be in ``action_space``)."""
+
+    @abstractmethod
+    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+        """The gymnasium view of a server reply (to a reset when ``reset`` is true)."""
+
+    def render(self, mode: str) -> Any:
+        """The current frame in ``mode`` (one of `render_modes`)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot render in mode {mode!r}")
+
+    @staticmethod
+    def base_info(result: StepResult) -> dict[str, Any]:
+        """The info keys every adapter shares."""
+        info: dict[str, Any] = {"raw_observation": result.observation, "metadata": result.metadata}
+        if result.reward is None:
+            info["reward_missing"] = True
+        return info
