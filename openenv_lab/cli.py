@@ -1,0 +1,227 @@
+"""The ``openenv-lab`` command: serve a bundled environment, or play games against one.
+
+openenv-lab serve chess --port 8000 --opponent minimax     # an OpenEnv server for use from elsewhere
+openenv-lab play chess --games 3 --pgn games.pgn          # random agent vs the embedded server
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from .servers import BUNDLED_SERVERS
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    return int(args.run(args) or 0)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openenv-lab", description=__doc__.split("\n\n")[0])
+    parser.set_defaults(command=None)
+    commands = parser.add_subparsers(title="commands")
+
+    serve = commands.add_parser("serve", help="run one of our OpenEnv servers", description=_serve.__doc__)
+    servers = serve.add_subparsers(title="servers", dest="server", required=True)
+    for spec in BUNDLED_SERVERS.values():
+        sub = servers.add_parser(spec.name, help=spec.summary, description=spec.summary)
+        sub.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="interface to listen on (default: %(default)s; "
+            "0.0.0.0 makes it reachable from other machines)",
+        )
+        sub.add_argument(
+            "--port", type=int, default=8000, help="port (default: %(default)s; 0 picks a free one)"
+        )
+        sub.add_argument(
+            "--max-sessions",
+            type=int,
+            default=None,
+            help=f"concurrent sessions allowed (default: {spec.default_max_sessions})",
+        )
+        sub.add_argument(
+            "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+        )
+        for option in spec.options:
+            sub.add_argument(
+                "--" + option.name.replace("_", "-"),
+                dest=option.name,
+                type=option.type,
+                default=option.default,
+                choices=option.choices,
+                help=f"{option.help} (default: %(default)s)",
+            )
+        sub.add_argument("--announce", action="store_true", help=argparse.SUPPRESS)
+        sub.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
+        sub.set_defaults(command="serve", run=_serve, options=[o.name for o in spec.options])
+
+    play = commands.add_parser(
+        "play", help="play games with a random agent and print the results", description=_play_chess.__doc__
+    )
+    games = play.add_subparsers(title="environments", dest="env", required=True)
+    chess_parser = games.add_parser("chess", help="a random legal-move agent against the chess server")
+    chess_parser.add_argument("--games", type=int, default=1, help="games to play (default: %(default)s)")
+    chess_parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the first game (default: %(default)s)"
+    )
+    chess_parser.add_argument(
+        "--opponent", default="random", help="random, greedy, minimax, stockfish or none"
+    )
+    chess_parser.add_argument("--agent-color", default="random", choices=["white", "black", "random"])
+    chess_parser.add_argument("--base-url", default=None, help="a running chess server (default: start one)")
+    chess_parser.add_argument("--pgn", default=None, help="also write the games to this PGN file")
+    chess_parser.set_defaults(command="play", run=_play_chess)
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """Serve one of our OpenEnv environments over HTTP and WebSocket until Ctrl+C."""
+    from .servers._run import run_server
+
+    options = {name: getattr(args, name) for name in args.options}
+    try:
+        run_server(
+            args.server,
+            host=args.host,
+            port=args.port,
+            max_sessions=args.max_sessions,
+            log_level=args.log_level,
+            announce=args.announce,
+            exit_with_parent=args.exit_with_parent,
+            **options,
+        )
+    except (OSError, ValueError) as exc:
+        print(f"openenv-lab serve: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _play_chess(args: argparse.Namespace) -> int:
+    """Play chess games with a random legal-move agent through gym.make("openenv/chess") and print them."""
+    import chess
+    import chess.pgn
+    import gymnasium as gym
+
+    import openenv_lab  # noqa: F401  (registers the ids)
+    from openenv_lab.client import OpenEnvError
+
+    if args.games < 1:
+        print("openenv-lab play: --games must be at least 1", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    try:
+        env = gym.make(
+            "openenv/chess", base_url=args.base_url, opponent=args.opponent, agent_color=args.agent_color
+        )
+    except (OpenEnvError, ValueError) as exc:
+        print(f"openenv-lab play: {exc}", file=sys.stderr)
+        return 1
+    where = args.base_url or f"the embedded server at {env.unwrapped.base_url}"
+    print(f"Playing {args.games} game(s): random agent vs {args.opponent} opponent on {where}")
+    scores: Counter[str] = Counter()
+    games: list[chess.pgn.Game] = []
+    try:
+        for number in range(1, args.games + 1):
+            game, board, outcome = _play_one_chess_game(env, seed=args.seed + number - 1)
+            scores[outcome["score"]] += 1
+            game.headers["Round"] = str(number)
+            games.append(game)
+            print(
+                f"  game {number}: agent played {outcome['agent_color']}, {outcome['result']} "
+                f"({outcome['end_reason'].replace('_', ' ')}) after {outcome['moves']} agent moves, "
+                f"return {outcome['return']:+.1f}"
+            )
+    except OpenEnvError as exc:
+        print(f"openenv-lab play: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        env.close()
+    print("\nFinal position of the last game:")
+    print(board.unicode(borders=True, empty_square="·"))
+    print(
+        f"\nAgent: {scores['win']} won, {scores['draw']} drawn, {scores['loss']} lost "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
+    if args.pgn:
+        text = "\n\n".join(str(game) for game in games) + "\n"
+        _write_atomically(args.pgn, text)
+        print(f"Games written to {args.pgn}")
+    return 0
+
+
+def _play_one_chess_game(env: Any, *, seed: int) -> tuple[Any, Any, dict[str, Any]]:
+    """One game; the moves are replayed on a python-chess board to make a PGN game."""
+    import chess
+    import chess.pgn
+
+    obs, info = env.reset(seed=seed)
+    board = chess.Board()
+    if "opponent_move" in info:
+        board.push_uci(info["opponent_move"])
+    agent_color = info["agent_color"]
+    env.action_space.seed(seed)
+    total, moves = 0.0, 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        action = env.action_space.sample(mask=obs["action_mask"])
+        move = env.unwrapped.adapter.action_to_move(action)
+        obs, reward, terminated, truncated, info = env.step(action)
+        total += reward
+        moves += 1
+        board.push_uci(move)
+        if "opponent_move" in info:
+            board.push_uci(info["opponent_move"])
+    game = chess.pgn.Game.from_board(board)
+    opponent = env.unwrapped.adapter.defaults.get("opponent", "server default")
+    names = {"white": "openenv_lab random agent", "black": f"{opponent} opponent"}
+    if agent_color == "black":
+        names = {"white": names["black"], "black": names["white"]}
+    game.headers.update(
+        Event="openenv-lab play chess",
+        White=names["white"],
+        Black=names["black"],
+        Result=info.get("result") or "*",
+        Termination=info["end_reason"],
+    )
+    winner = {"1-0": "white", "0-1": "black"}.get(info.get("result") or "")
+    score = "draw" if winner is None else ("win" if winner == agent_color else "loss")
+    outcome = {
+        "agent_color": agent_color,
+        "result": info.get("result"),
+        "end_reason": info["end_reason"],
+        "moves": moves,
+        "return": total,
+        "score": score,
+    }
+    return game, board, outcome
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Write to a temporary file beside ``path``, then rename: never a half-written file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".openenv-lab-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

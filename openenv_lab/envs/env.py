@@ -1,0 +1,201 @@
+"""`OpenEnvEnv`: any OpenEnv server as a ``gymnasium.Env``.
+
+The environment owns one `Session` (one environment instance on the server) and an `Adapter` that
+translates between the server's JSON and gymnasium spaces. It adds what gymnasium users rely on and the
+OpenEnv protocol does not give: checked actions, honest ``terminated``/``truncated``, reproducible
+seeding, and a clear error instead of a silent new game when stepping a finished episode.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import gymnasium as gym
+from gymnasium.error import ResetNeeded
+
+from ..adapters import ADAPTERS, Adapter
+from ..client import Client, Keepalive, Session, SessionClosed, Timeouts
+from ..launch import Launcher, RemoteServer, shared_embedded_server
+
+__all__ = ["OpenEnvEnv"]
+
+_SEED_UNCONFIRMED: set[str] = set()  # servers already warned about, so the warning shows once
+
+
+class OpenEnvEnv(gym.Env):
+    """A gymnasium environment backed by an OpenEnv server (usually made with ``gym.make("openenv/...")``).
+
+    Args:
+        adapter: the environment family: a name from `openenv_lab.adapters.ADAPTERS` (``"chess"``,
+            ``"remote"``), an `Adapter` subclass, or an adapter instance.
+        base_url: the server to use. When omitted, the family's bundled server is started on this machine
+            (shared by all environments of the process) — ``"remote"`` has none and needs a URL.
+        render_mode: one of the adapter's render modes (chess: ``"svg"``, ``"rgb_array"``, ``"ansi"``).
+        timeouts: connect/request/close timeouts of the connection.
+        keepalive: WebSocket ping settings (e.g. ``Keepalive(interval=None)`` behind tunnels that drop pings).
+        headers: extra HTTP headers, e.g. ``{"Authorization": "Bearer <token>"}`` for a private Space.
+        **adapter_options: passed to the adapter class (chess: ``opponent``, ``agent_color``...).
+
+    Seeding: ``reset(seed=s)`` sends ``s`` to the server; ``reset()`` sends a seed drawn from the
+    environment's own generator, so one seed fixes a whole sequence of episodes, and ``info["seed"]``
+    always says which seed an episode used. Servers that ignore seeds (the official chess and Atari
+    servers) cannot replay episodes; a warning says so once per server.
+
+    Info: every adapter adds ``raw_observation``, ``metadata``, ``seed`` (on reset) and
+    ``reward_missing=True`` when the server sent no reward (the reward is then 0.0).
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import openenv_lab
+        >>> env = gym.make("openenv/chess")
+        >>> obs, info = env.reset(seed=0)
+        >>> action = env.action_space.sample(mask=obs["action_mask"])
+        >>> obs, reward, terminated, truncated, info = env.step(action)
+        >>> bool(info["illegal_move"])
+        False
+        >>> env.close()
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "rgb_array", "svg"], "render_fps": 4}
+
+    def __init__(
+        self,
+        adapter: str | Adapter | type[Adapter] = "remote",
+        *,
+        base_url: str | None = None,
+        render_mode: str | None = None,
+        timeouts: Timeouts | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+        **adapter_options: Any,
+    ) -> None:
+        self.adapter = _make_adapter(adapter, adapter_options)
+        self.metadata = {
+            "render_modes": list(self.adapter.render_modes),
+            "render_fps": self.adapter.render_fps,
+        }
+        if render_mode is not None and render_mode not in self.adapter.render_modes:
+            modes = self.adapter.render_modes
+            raise ValueError(f"render_mode={render_mode!r} is not supported here; choose one of {modes}")
+        self.render_mode = render_mode
+        self.launcher = _make_launcher(self.adapter, base_url)
+        self._session: Session | None = None
+        self._needs_reset = True
+        self.base_url = self.launcher.start()
+        self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
+        try:
+            self.adapter.connect(self.client)
+            self._session = self.client.session()
+            if self.adapter.needs_probe:
+                self.adapter.probe(self._session.reset())
+        except BaseException:
+            self.close()
+            raise
+        self.observation_space = self.adapter.observation_space
+        self.action_space = self.adapter.action_space
+
+    @property
+    def session(self) -> Session:
+        """The current session with the server (a new one is opened by `reset` if it was lost)."""
+        if self._session is None or self._session.closed:
+            raise SessionClosed("This environment has no open session; call reset() to open one.")
+        return self._session
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Start an episode. ``options`` are extra reset arguments for the server (e.g. ``{"fen": ...}``)."""
+        super().reset(seed=seed)
+        if seed is None:
+            seed = int(self.np_random.integers(2**31 - 1))
+        if self._session is None or self._session.closed:
+            self._session = self.client.session()  # the last one was lost; this is a new episode anyway
+        self._needs_reset = True
+        result = self._session.reset(**self.adapter.reset_kwargs(seed, options))
+        transition = self.adapter.decode(result, reset=True)
+        if result.metadata.get("seed") != seed and self.base_url not in _SEED_UNCONFIRMED:
+            _SEED_UNCONFIRMED.add(self.base_url)
+            warnings.warn(
+                f"The server at {self.base_url} did not confirm that it applied reset(seed={seed}) (our "
+                "servers echo the seed in the reset metadata; the official chess and Atari servers ignore "
+                "seeds). Its episodes may not be reproducible.",
+                stacklevel=2,
+            )
+        transition.info["seed"] = seed
+        self._needs_reset = transition.terminated or transition.truncated
+        return transition.observation, transition.info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self._needs_reset:
+            raise ResetNeeded(
+                "The episode is over (or has not started): call env.reset() before env.step(). "
+                "Stepping a finished episode would not start a new game."
+            )
+        if not self.action_space.contains(action):
+            raise ValueError(f"Action {action!r} is not in the action space {self.action_space}")
+        payload = self.adapter.encode_action(action)
+        result = self.session.step(payload)
+        transition = self.adapter.decode(result, reset=False)
+        if transition.terminated or transition.truncated:
+            self._needs_reset = True
+        return (
+            transition.observation,
+            transition.reward,
+            transition.terminated,
+            transition.truncated,
+            transition.info,
+        )
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            gym.logger.warn(
+                "render() was called without a render mode: make the environment with "
+                f"render_mode set to one of {self.adapter.render_modes}."
+            )
+            return None
+        return self.adapter.render(self.render_mode)
+
+    def action_masks(self) -> Any:
+        """Boolean mask of legal actions (for sb3-contrib's ``MaskablePPO``), where the family has one."""
+        masks = getattr(self.adapter, "action_masks", None)
+        if masks is None:
+            raise NotImplementedError(f"{type(self.adapter).__name__} has no action mask")
+        return masks()
+
+    def close(self) -> None:
+        """Close the session (freeing its slot on the server); a shared embedded server keeps running."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        client = getattr(self, "client", None)
+        if client is not None:
+            client.close()
+        super().close()
+
+
+def _make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
+    if isinstance(adapter, Adapter):
+        if options:
+            raise TypeError(f"Options {sorted(options)} cannot be applied to an adapter instance")
+        return adapter
+    if isinstance(adapter, str):
+        try:
+            adapter = ADAPTERS[adapter]
+        except KeyError:
+            raise ValueError(f"Unknown adapter {adapter!r}; known: {', '.join(sorted(ADAPTERS))}") from None
+    try:
+        return adapter(**options)
+    except TypeError as exc:
+        raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
+
+
+def _make_launcher(adapter: Adapter, base_url: str | None) -> Launcher:
+    if base_url is not None:
+        return RemoteServer(base_url)
+    if adapter.server_name is None:
+        raise ValueError(
+            f"{type(adapter).__name__} has no bundled server to start: pass base_url='http://host:port' "
+            "of a running OpenEnv server"
+        )
+    return shared_embedded_server(adapter.server_name)

@@ -1,0 +1,45 @@
+"""Where a server is: started for you (embedded), or already running at a URL.
+
+Every launcher has the same small interface, `Launcher`: ``start()`` returns the server's base URL
+once it is healthy, ``stop()`` releases what ``start()`` acquired. `OpenEnvEnv` picks one from its
+arguments: ``base_url=...`` means `RemoteServer`, nothing means the shared `EmbeddedServer` of the
+environment family.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..client._urls import http_url
+from .embedded import EmbeddedServer, shared_embedded_server, stop_embedded_servers
+
+__all__ = ["EmbeddedServer", "Launcher", "RemoteServer", "shared_embedded_server", "stop_embedded_servers"]
+
+
+class Launcher(Protocol):
+    """Something that can provide an OpenEnv server's base URL."""
+
+    def start(self) -> str: ...
+
+    def stop(self) -> None: ...
+
+
+class RemoteServer:
+    """A server that is already running somewhere; ``start`` just returns its URL, ``stop`` does nothing.
+
+    Example:
+        >>> RemoteServer("localhost:8000").start()
+        'http://localhost:8000'
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = http_url(base_url)
+
+    def start(self) -> str:
+        return self.base_url
+
+    def stop(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"<RemoteServer {self.base_url}>"

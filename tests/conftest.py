@@ -1,0 +1,74 @@
+"""Shared fixtures: real servers on loopback, started once per test session.
+
+- ``official_counter`` / ``official_kitchen`` / ``official_chess``: environments served by the official
+  ``openenv`` framework (tests/peers/official_app.py), for conformance of our client.
+- ``chess_url``: our chess server, as the embedded launcher runs it for ``gym.make("openenv/chess")``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from openenv_lab.client import Client
+from openenv_lab.launch import shared_embedded_server, stop_embedded_servers
+
+PEERS = Path(__file__).parent / "peers"
+
+
+class PeerServer:
+    """An official-framework server in a subprocess; stops when the test session ends."""
+
+    def __init__(self, env: str, max_sessions: int) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(PEERS / "official_app.py"), env, "--max-sessions", str(max_sessions)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("LISTENING "):
+            self.process.kill()
+            raise RuntimeError(f"peer server {env} did not start: {line!r}")
+        self.url = line.split()[1]
+        with Client(self.url) as client:
+            client.wait_until_healthy(60)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture(scope="session")
+def official_counter() -> Iterator[str]:
+    server = PeerServer("counter", max_sessions=2)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def official_kitchen() -> Iterator[str]:
+    server = PeerServer("kitchen", max_sessions=8)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def official_chess() -> Iterator[str]:
+    server = PeerServer("officialchess", max_sessions=8)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def chess_url() -> Iterator[str]:
+    server = shared_embedded_server("chess")
+    assert server.base_url is not None
+    yield server.base_url
+    stop_embedded_servers()

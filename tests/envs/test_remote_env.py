@@ -1,0 +1,117 @@
+"""``gym.make("openenv/remote", base_url=...)``: spaces inferred from /schema and the first observation."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.utils.env_checker import check_env
+
+import openenv_lab  # noqa: F401
+from openenv_lab.adapters.generic import UnicodeText
+
+
+@pytest.fixture
+def kitchen(official_kitchen):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the test server does not confirm seeds
+        env = gym.make("openenv/remote", base_url=official_kitchen)
+    yield env
+    env.close()
+
+
+def test_observation_space_is_inferred_field_by_field(kitchen):
+    space = kitchen.observation_space
+    assert isinstance(space, spaces.Dict)
+    assert space["position"] == spaces.Box(-np.inf, np.inf, (3,), np.float64)
+    assert space["grid"].shape == (2, 2) and space["grid"].dtype == np.int64
+    assert space["flags"] == spaces.MultiBinary([2])
+    assert isinstance(space["label"], UnicodeText)
+    assert space["count"] == spaces.Discrete(10)
+    assert space["temperature"] == spaces.Box(-np.inf, np.inf, (), np.float64)
+    assert isinstance(space["inventory"], UnicodeText)  # free-form object: JSON text
+    assert isinstance(space["history"], spaces.Sequence)
+    assert isinstance(space["result"], UnicodeText)  # optional string
+    assert set(space["nested"].spaces) == {"speed", "label"}
+    assert space["mode"] == spaces.Discrete(2)
+    assert space["alive"] == spaces.Discrete(2)
+    assert set(space.spaces).isdisjoint({"reward", "done", "metadata"})
+
+
+def test_action_space_keeps_required_fields_only(kitchen):
+    space = kitchen.action_space
+    assert set(space.spaces) == {"direction", "strength"}  # `note` has a default: left to the server
+    assert space["direction"] == spaces.Discrete(3)
+    assert space["strength"] == spaces.Box(0.0, 1.0, (), np.float64)
+
+
+def test_an_episode_decodes_into_the_spaces(kitchen):
+    obs, info = kitchen.reset(seed=0)
+    assert obs in kitchen.observation_space
+    assert info["reward_missing"] is True  # the server sends reward=null on reset
+    assert obs["result"] == ""  # null becomes the empty value ...
+    assert info["raw_observation"]["result"] is None  # ... and the raw value stays in info
+    steps = 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, info = kitchen.step({"direction": 1, "strength": np.array(0.5)})
+        steps += 1
+        assert obs in kitchen.observation_space
+        assert isinstance(reward, float)
+    assert steps == 5 and terminated and not truncated
+    assert reward == 1.0  # a bool `true` on the wire
+    assert json.loads(obs["inventory"]) == {"apples": 5}
+    assert obs["label"].endswith("♞")
+    assert obs["mode"] == 1  # index of "moving"
+
+
+def test_counter_gets_a_scalar_action(official_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        env = gym.make("openenv/remote", base_url=official_counter)
+        assert env.action_space == spaces.Box(-(2**31), 2**31 - 1, (), np.int64)
+        env.reset(seed=0)
+        obs, reward, terminated, _, info = env.step(np.array(10))
+    assert int(obs["value"]) == 10 and terminated and reward == 1.0
+    assert info["metadata"] == {"step": 1}
+    env.close()
+
+
+def test_check_env_passes_on_a_generic_server(official_kitchen):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        env = gym.make("openenv/remote", base_url=official_kitchen, disable_env_checker=True)
+    env.unwrapped.spec.nondeterministic = True  # this server ignores seeds
+    check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+def test_ansi_render_shows_the_raw_observation(official_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        env = gym.make("openenv/remote", base_url=official_counter, render_mode="ansi")
+        env.reset(seed=0)
+    assert json.loads(env.render()) == {"target": 10, "value": 0}
+    env.close()
+
+
+def test_remote_needs_a_url():
+    with pytest.raises(ValueError, match="base_url"):
+        gym.make("openenv/remote")
+
+
+def test_seed_warning_names_the_server_once(official_counter):
+    from openenv_lab.envs import env as env_module
+
+    env_module._SEED_UNCONFIRMED.discard(official_counter)
+    env = gym.make("openenv/remote", base_url=official_counter)
+    with pytest.warns(UserWarning, match=official_counter):
+        env.reset(seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=2)
+    env.close()

@@ -1,0 +1,102 @@
+"""Embedded servers: started on demand, shared, and never left running."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import pytest
+
+import openenv_lab
+from openenv_lab.client import CapacityError, Client, LaunchError, Session
+from openenv_lab.launch import EmbeddedServer, RemoteServer
+from tests.helpers import wait_for
+
+
+def alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie (orphans may wait a while to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_envs_of_a_process_share_one_embedded_server(chess_url):
+    first = gym.make("openenv/chess")
+    second = gym.make("openenv/chess")
+    assert first.unwrapped.base_url == second.unwrapped.base_url == chess_url
+    first.close()
+    second.close()
+    with Client(chess_url) as client:
+        assert client.health()["status"] == "healthy"  # closing envs does not stop the shared server
+
+
+def test_a_stopped_server_is_gone_and_its_port_refuses():
+    server = EmbeddedServer("chess", opponent="greedy")
+    url = server.start()
+    pid = server._process.pid
+    assert "greedy" in " ".join(server.command())
+    server.stop()
+    assert wait_for(lambda: not alive(pid))
+    assert not server.running
+    with pytest.raises(openenv_lab.ConnectError):
+        Session(url)
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys, gymnasium as gym, openenv_lab
+    env = gym.make("openenv/chess")
+    env.reset(seed=0)
+    print(env.unwrapped.launcher._process.pid, flush=True)
+    if sys.argv[1] == "hang":
+        import time; time.sleep(600)
+    """
+)
+
+
+def test_the_server_stops_when_the_python_process_exits():
+    out = subprocess.run([sys.executable, "-c", SCRIPT, "exit"], capture_output=True, text=True, timeout=120)
+    pid = int(out.stdout.strip())
+    assert wait_for(lambda: not alive(pid), timeout=15)
+
+
+def test_the_server_stops_when_the_python_process_is_killed():
+    """No exit handlers run on SIGKILL: the server notices its stdin closing and exits by itself."""
+    process = subprocess.Popen([sys.executable, "-c", SCRIPT, "hang"], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    pid = int(process.stdout.readline())
+    assert alive(pid)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert wait_for(lambda: not alive(pid), timeout=15)
+
+
+def test_a_server_that_fails_to_start_reports_its_output():
+    with pytest.raises(LaunchError, match="opponent_depth must be a positive integer") as caught:
+        EmbeddedServer("chess", opponent_depth=0, startup_timeout=60).start()
+    assert "exited with status" in str(caught.value)
+
+
+def test_unknown_server_and_options_are_value_errors():
+    with pytest.raises(ValueError, match="no bundled server called 'go'"):
+        EmbeddedServer("go")
+    with pytest.raises(ValueError, match="no option"):
+        EmbeddedServer("chess", colour="white")
+
+
+def test_capacity_of_an_embedded_server():
+    with EmbeddedServer("chess", max_sessions=1) as server:
+        assert Client(server.base_url).capacity() == {"active_sessions": 0, "max_sessions": 1}
+        with Session(server.base_url), pytest.raises(CapacityError, match="1/1"):
+            Session(server.base_url)
+
+
+def test_remote_server_is_only_a_url():
+    remote = RemoteServer("127.0.0.1:9/")
+    assert remote.start() == "http://127.0.0.1:9"
+    remote.stop()
