@@ -8,6 +8,8 @@ OpenEnv's ``POST /reset`` and ``/step`` build a fresh environment per request.
 
 from __future__ import annotations
 
+import functools
+import ssl
 import time
 from typing import Any
 
@@ -51,12 +53,7 @@ class Client:
         self.timeouts = timeouts or Timeouts()
         self.keepalive = keepalive
         self.headers = dict(headers or {})
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(self.timeouts.request, connect=self.timeouts.connect),
-            headers=self.headers,
-            trust_env=not is_loopback(self.base_url),
-        )
+        self._http: httpx.Client | None = None  # made on first use: many users only open sessions
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: ``{"status": "healthy"}`` when the server is up."""
@@ -84,6 +81,13 @@ class Client:
     def get(self, path: str, **params: Any) -> Any:
         """``GET`` any JSON route of the server (e.g. ``"/config"`` on FinRL servers)."""
         url = self.base_url + "/" + path.lstrip("/")
+        if self._http is None:
+            self._http = httpx.Client(
+                timeout=httpx.Timeout(self.timeouts.request, connect=self.timeouts.connect),
+                headers=self.headers,
+                verify=_ssl_context(),
+                trust_env=not is_loopback(self.base_url),
+            )
         try:
             response = self._http.get(url, params=params or None)
         except httpx.TimeoutException as exc:
@@ -142,7 +146,9 @@ class Client:
 
     def close(self) -> None:
         """Close the HTTP connection pool. Sessions opened from this client stay open."""
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     def __enter__(self) -> Client:
         return self
@@ -152,3 +158,9 @@ class Client:
 
     def __repr__(self) -> str:
         return f"<Client {self.base_url}>"
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One certificate store per process: loading it costs about 40 ms, far more than a request."""
+    return httpx.create_ssl_context()

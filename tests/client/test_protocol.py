@@ -33,7 +33,9 @@ def test_v010_metadata_nested_and_duplicated_is_read_once():
 
 def test_v03_envelope_without_metadata():
     result = parse_observation(
-        parse_reply(observation({"observation": {"value": 1}, "reward": 0.0, "done": True}), expected="observation")
+        parse_reply(
+            observation({"observation": {"value": 1}, "reward": 0.0, "done": True}), expected="observation"
+        )
     )
     assert result.metadata == {}
     assert result.done is True
@@ -49,7 +51,9 @@ def test_http_style_null_metadata_falls_back_to_nested():
     assert parse_observation(data).metadata == {"a": 1}
 
 
-@pytest.mark.parametrize(("wire", "expected"), [(True, 1.0), (False, 0.0), (1, 1.0), (-2, -2.0), (0.25, 0.25), (None, None)])
+@pytest.mark.parametrize(
+    ("wire", "expected"), [(True, 1.0), (False, 0.0), (1, 1.0), (-2, -2.0), (0.25, 0.25), (None, None)]
+)
 def test_reward_is_normalised(wire, expected):
     result = parse_observation({"observation": {}, "reward": wire, "done": False})
     assert result.reward == expected

@@ -103,19 +103,19 @@ def test_a_server_that_never_answers_the_upgrade_is_a_connect_timeout():
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        with pytest.raises(ConnectError, match="within 0.5 s"):
+        with pytest.raises(ConnectError, match=r"within 0\.5 s"):
             Session(url, timeouts=Timeouts(connect=0.5))
 
 
 def test_not_an_openenv_server_is_a_protocol_error():
-    with NotOpenEnvServer() as server, pytest.raises(ProtocolError, match="404.*OpenEnv"):
+    with NotOpenEnvServer() as server, pytest.raises(ProtocolError, match=r"404.*OpenEnv"):
         Session(server.url)
 
 
 def test_silent_server_times_out_and_closes_the_session():
     with SilentServer() as server:
         session = Session(server.url, timeouts=Timeouts(request=0.3, close=0.5))
-        with pytest.raises(Timeout, match="did not reply within 0.3 s") as caught:
+        with pytest.raises(Timeout, match=r"did not reply within 0\.3 s") as caught:
             session.reset()
         assert isinstance(caught.value, TimeoutError)
         assert session.closed
@@ -168,5 +168,5 @@ def test_client_against_no_server():
     with Client(f"http://127.0.0.1:{free_port()}", timeouts=Timeouts(connect=1.0)) as client:
         with pytest.raises(ConnectError):
             client.health()
-        with pytest.raises(ConnectError, match="did not become healthy within 0.3 s"):
+        with pytest.raises(ConnectError, match=r"did not become healthy within 0\.3 s"):
             client.wait_until_healthy(0.3)

@@ -49,12 +49,16 @@ class CounterEnvironment(Environment):
         self._value = 0
         self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> CounterObservation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> CounterObservation:
         self._value = int(kwargs.get("start", 0))
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         return CounterObservation(value=self._value, target=10, reward=0.0, done=False)
 
-    def step(self, action: CounterAction, timeout_s: float | None = None, **kwargs: Any) -> CounterObservation:
+    def step(
+        self, action: CounterAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> CounterObservation:
         self._state.step_count += 1
         self._value += action.delta
         done = self._value == 10
@@ -105,12 +109,16 @@ class KitchenEnvironment(Environment):
         self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
         self._x = 0.0
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> KitchenObservation:
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> KitchenObservation:
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         self._x = 0.0
         return self._observe(reward=None, done=False)
 
-    def step(self, action: KitchenAction, timeout_s: float | None = None, **kwargs: Any) -> KitchenObservation:
+    def step(
+        self, action: KitchenAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> KitchenObservation:
         self._state.step_count += 1
         sign = {"left": -1.0, "right": 1.0, "stay": 0.0}[action.direction]
         self._x += sign * action.strength
@@ -235,7 +243,9 @@ def main() -> None:
     parser.add_argument("--max-sessions", type=int, default=1)
     args = parser.parse_args()
     env_cls, action_cls, observation_cls = ENVS[args.env]
-    app = create_app(env_cls, action_cls, observation_cls, env_name=args.env, max_concurrent_envs=args.max_sessions)
+    app = create_app(
+        env_cls, action_cls, observation_cls, env_name=args.env, max_concurrent_envs=args.max_sessions
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
