@@ -7,6 +7,7 @@ openenv-lab play chess --games 3 --pgn games.pgn          # random agent vs the 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import sys
 import tempfile
@@ -192,6 +193,8 @@ def _play_one_chess_game(env: Any, *, seed: int) -> tuple[Any, Any, dict[str, An
         names = {"white": names["black"], "black": names["white"]}
     game.headers.update(
         Event="openenv-lab play chess",
+        Site=env.unwrapped.base_url,
+        Date=datetime.date.today().strftime("%Y.%m.%d"),
         White=names["white"],
         Black=names["black"],
         Result=info.get("result") or "*",

@@ -1,0 +1,32 @@
+"""The benchmark scripts run (in their --quick mode) and report what they claim to measure.
+
+They are never used to assert speed: timings on shared machines are too noisy for that.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
+
+
+@pytest.mark.slow
+def test_step_latency_quick(tmp_path):
+    out = tmp_path / "latency.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "step_latency.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(out.read_text())
+    assert set(report["step"]) == {"ours (gym.make env)", "raw websockets", "official GenericEnvClient"}
+    assert report["step"]["raw websockets"]["vs_raw"] == 1.0
+    assert report["cold_make_s"] > 0 and report["warm_make_median_ms"] > 0
+    assert "x raw" in completed.stdout

@@ -1,0 +1,74 @@
+"""The README's examples and commands are true."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    prelude = "import gymnasium as gym\nimport openenv_lab\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+
+
+def test_the_first_example_plays_a_game_to_the_end():
+    out = run_python(python_blocks()[0])
+    assert out.returncode == 0, out.stderr
+    reason, result, reward = out.stdout.split()
+    assert reason in {
+        "checkmate",
+        "stalemate",
+        "insufficient_material",
+        "fifty_moves",
+        "threefold_repetition",
+        "seventyfive_moves",
+        "fivefold_repetition",
+        "move_limit",
+    }
+    assert result in {"1-0", "0-1", "1/2-1/2"}
+    assert float(reward) in {-1.0, 0.0, 1.0}
+
+
+def test_the_chess_options_example_runs():
+    out = run_python(python_blocks()[1])
+    assert out.returncode == 0, out.stderr
+
+
+def test_the_remote_example_runs_against_a_real_server(official_kitchen):
+    code = python_blocks()[2].replace("https://my-space.hf.space", official_kitchen)
+    out = run_python(code + "\nprint(sorted(env.observation_space.spaces)[:3])")
+    assert out.returncode == 0, out.stderr
+    assert "['alive', 'count', 'flags']" in out.stdout
+
+
+def test_ci_runs_the_readmes_test_command():
+    extracted = subprocess.run(
+        [
+            "awk",
+            "/<!-- test-command/{found=1; next} found && /^```bash/{grab=1; next} grab && /^```/{exit} grab",
+            "README.md",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout.strip()
+    assert extracted.endswith("python -m pytest")
+    assert "awk '/<!-- test-command" in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.parametrize("command", ["openenv-lab play chess --games 3", 'pip install -q -e ".[dev]"'])
+def test_the_setup_commands_are_there(command):
+    assert command in README
