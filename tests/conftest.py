@@ -18,6 +18,7 @@ from openenv_lab.client import Client
 from openenv_lab.launch import shared_embedded_server, stop_embedded_servers
 
 PEERS = Path(__file__).parent / "peers"
+collect_ignore = ["peers/official_app.py"]  # a server script run in subprocesses, not a test module
 
 
 class PeerServer:

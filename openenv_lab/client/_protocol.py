@@ -135,8 +135,9 @@ def error_from_frame(data: dict[str, Any], *, url: str | None = None) -> ServerE
         numbers = f" ({active}/{maximum} sessions in use)" if maximum is not None else ""
         return CapacityError(
             f"The server at {url} is full{numbers}: it refused a new session. Close sessions you no "
-            "longer need (env.close()), start a server that allows more sessions (e.g. "
-            "'openenv-lab serve chess --max-sessions 64'), or connect to another server.",
+            "longer need (env.close()), connect to another server, or start one that allows more "
+            "sessions ('openenv-lab serve NAME --max-sessions N' for ours; create_app(..., "
+            "max_concurrent_envs=N) for an OpenEnv environment of your own).",
             server_message=server_message,
             active_sessions=active if isinstance(active, int) else None,
             max_sessions=maximum if isinstance(maximum, int) else None,
