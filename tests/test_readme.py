@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from openenv_lab.adapters.chess import TERMINAL_REASONS
+
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
 
@@ -28,16 +30,7 @@ def test_the_first_example_plays_a_game_to_the_end():
     out = run_python(python_blocks()[0])
     assert out.returncode == 0, out.stderr
     reason, result, reward = out.stdout.split()
-    assert reason in {
-        "checkmate",
-        "stalemate",
-        "insufficient_material",
-        "fifty_moves",
-        "threefold_repetition",
-        "seventyfive_moves",
-        "fivefold_repetition",
-        "move_limit",
-    }
+    assert reason in TERMINAL_REASONS | {"move_limit"}
     assert result in {"1-0", "0-1", "1/2-1/2"}
     assert float(reward) in {-1.0, 0.0, 1.0}
 
