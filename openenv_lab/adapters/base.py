@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
+import numpy as np
 
 from ..client import Client, StepResult
 
@@ -45,6 +46,14 @@ class Adapter(ABC):
     server_name: ClassVar[str | None] = None
     render_modes: ClassVar[tuple[str, ...]] = ()
     render_fps: ClassVar[int] = 4
+    #: Whether ``reset()`` without a seed sends one drawn from the env's generator (see `OpenEnvEnv`).
+    #: Families whose servers make seeding expensive (Atari reloads its ROM) continue the server's
+    #: random stream instead, as their in-process counterparts do.
+    derive_seeds: ClassVar[bool] = True
+    #: Attributes of the adapter that the environment exposes as its own (``env.unwrapped.<name>``),
+    #: for code written against a family's native environment (ALE's ``ale``, sb3-contrib's
+    #: ``action_masks``).
+    env_attributes: ClassVar[tuple[str, ...]] = ()
 
     observation_space: gym.Space[Any]
     action_space: gym.Space[Any]
@@ -56,6 +65,10 @@ class Adapter(ABC):
         """Called with the reply to a probing reset when `needs_probe` is true (spaces from data)."""
 
     needs_probe: ClassVar[bool] = False
+
+    def np_random(self, seed: int) -> np.random.Generator | None:
+        """The env's generator after ``reset(seed=seed)``, when the family derives it its own way."""
+        return None
 
     def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         """The keyword arguments to send with ``reset``: the seed, and ``options`` as they are."""

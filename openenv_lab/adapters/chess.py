@@ -78,6 +78,7 @@ class ChessAdapter(Adapter):
     server_name: ClassVar[str | None] = "chess"
     render_modes: ClassVar[tuple[str, ...]] = ("ansi", "rgb_array", "svg")
     render_fps: ClassVar[int] = 2
+    env_attributes: ClassVar[tuple[str, ...]] = ("action_masks",)
 
     def __init__(
         self,
@@ -98,7 +99,7 @@ class ChessAdapter(Adapter):
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self._fen = chess.STARTING_FEN
         self._white_to_move = True
-        self._legal: frozenset[str] = frozenset()
+        self._legal: frozenset[str] | None = frozenset()
         self._legal_list: list[str] = []
         self._last_move: str | None = None
         self._pending_move: str | None = None
@@ -113,7 +114,7 @@ class ChessAdapter(Adapter):
 
     def action_to_move(self, action: int) -> str:
         """The UCI move an action index stands for in the current position (``"0000"`` if off the board)."""
-        return index_to_uci(int(action), self._white_to_move, self._legal)
+        return index_to_uci(int(action), self._white_to_move, self._legal_set())
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the legal actions in the current position."""
@@ -158,7 +159,7 @@ class ChessAdapter(Adapter):
         self._fen = fen
         self._white_to_move = fen.split()[1] == "w"
         self._legal_list = legal_moves
-        self._legal = frozenset(legal_moves)
+        self._legal: frozenset[str] | None = None  # built when a move is decoded (see _legal_set)
         if not result.done:
             self._agent_color = "white" if self._white_to_move else "black"
 
@@ -183,6 +184,11 @@ class ChessAdapter(Adapter):
         }
         reward = 0.0 if result.reward is None else result.reward
         return Transition(observation, reward, terminated, truncated, info)
+
+    def _legal_set(self) -> frozenset[str]:
+        if self._legal is None:
+            self._legal = frozenset(self._legal_list)
+        return self._legal
 
     # ------------------------------------------------------------------ rendering
 

@@ -39,8 +39,9 @@ class OpenEnvEnv(gym.Env):
 
     Seeding: ``reset(seed=s)`` sends ``s`` to the server; ``reset()`` sends a seed drawn from the
     environment's own generator, so one seed fixes a whole sequence of episodes, and ``info["seed"]``
-    always says which seed an episode used. Servers that ignore seeds (the official chess and Atari
-    servers) cannot replay episodes; a warning says so once per server.
+    says which seed an episode used. (Atari, where reseeding reloads the ROM, continues the emulator's
+    random stream instead, as ALE does; ``info["seed"]`` is then ``None``.) Servers that ignore seeds
+    (the official chess and Atari servers) cannot replay episodes; a warning says so once per server.
 
     Info: every adapter adds ``raw_observation``, ``metadata``, ``seed`` (on reset) and
     ``reward_missing=True`` when the server sent no reward (the reward is then 0.0).
@@ -107,14 +108,19 @@ class OpenEnvEnv(gym.Env):
     ) -> tuple[Any, dict[str, Any]]:
         """Start an episode. ``options`` are extra reset arguments for the server (e.g. ``{"fen": ...}``)."""
         super().reset(seed=seed)
-        if seed is None:
+        if seed is not None:
+            generator = self.adapter.np_random(seed)
+            if generator is not None:
+                self._np_random = generator
+        elif self.adapter.derive_seeds:
             seed = int(self.np_random.integers(2**31 - 1))
         if self._session is None or self._session.closed:
             self._session = self.client.session()  # the last one was lost; this is a new episode anyway
         self._needs_reset = True
         result = self._session.reset(**self.adapter.reset_kwargs(seed, options))
         transition = self.adapter.decode(result, reset=True)
-        if result.metadata.get("seed") != seed and self.base_url not in _SEED_UNCONFIRMED:
+        unconfirmed = seed is not None and result.metadata.get("seed") != seed
+        if unconfirmed and self.base_url not in _SEED_UNCONFIRMED:
             _SEED_UNCONFIRMED.add(self.base_url)
             warnings.warn(
                 f"The server at {self.base_url} did not confirm that it applied reset(seed={seed}) (our "
@@ -156,12 +162,12 @@ class OpenEnvEnv(gym.Env):
             return None
         return self.adapter.render(self.render_mode)
 
-    def action_masks(self) -> Any:
-        """Boolean mask of legal actions (for sb3-contrib's ``MaskablePPO``), where the family has one."""
-        masks = getattr(self.adapter, "action_masks", None)
-        if masks is None:
-            raise NotImplementedError(f"{type(self.adapter).__name__} has no action mask")
-        return masks()
+    def __getattr__(self, name: str) -> Any:
+        # Family-specific attributes the adapter declares (e.g. ALE's `ale`, sb3-contrib's `action_masks`).
+        adapter = self.__dict__.get("adapter")
+        if adapter is not None and name in adapter.env_attributes:
+            return getattr(adapter, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def close(self) -> None:
         """Close the session (freeing its slot on the server); a shared embedded server keeps running."""
