@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--" + option.name.replace("_", "-"),
                 dest=option.name,
-                type=option.type,
+                type=_parse_bool if option.type is bool else option.type,
                 default=option.default,
                 choices=option.choices,
                 help=f"{option.help} (default: %(default)s)",
@@ -87,6 +87,15 @@ def _parser() -> argparse.ArgumentParser:
     chess_parser.add_argument("--pgn", default=None, help="also write the games to this PGN file")
     chess_parser.set_defaults(command="play", run=_play_chess)
     return parser
+
+
+def _parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -4,13 +4,23 @@
 subclass of `Adapter` and pass it to `openenv_lab.OpenEnvEnv` for a family we do not ship.
 """
 
+from .atari import AtariAdapter
 from .base import Adapter, Transition
 from .chess import ChessAdapter
 from .generic import GenericAdapter, UnicodeText
 
 ADAPTERS: dict[str, type[Adapter]] = {
+    "atari": AtariAdapter,
     "chess": ChessAdapter,
     "remote": GenericAdapter,
 }
 
-__all__ = ["ADAPTERS", "Adapter", "ChessAdapter", "GenericAdapter", "Transition", "UnicodeText"]
+__all__ = [
+    "ADAPTERS",
+    "Adapter",
+    "AtariAdapter",
+    "ChessAdapter",
+    "GenericAdapter",
+    "Transition",
+    "UnicodeText",
+]

@@ -89,7 +89,7 @@ class OpenEnvEnv(gym.Env):
             self.adapter.connect(self.client)
             self._session = self.client.session()
             if self.adapter.needs_probe:
-                self.adapter.probe(self._session.reset())
+                self.adapter.probe(self._session.reset(**self.adapter.reset_kwargs(None, None)))
         except BaseException:
             self.close()
             raise

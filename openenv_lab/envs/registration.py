@@ -13,6 +13,7 @@ __all__ = ["ENV_IDS", "register_envs"]
 
 #: Environment id -> adapter family (see `openenv_lab.adapters.ADAPTERS`).
 ENV_IDS: dict[str, str] = {
+    "openenv/atari": "atari",
     "openenv/chess": "chess",
     "openenv/remote": "remote",
 }

@@ -8,7 +8,7 @@ built, normally in a server process of its own (`openenv_lab.launch.EmbeddedServ
 Example:
     >>> from openenv_lab.servers import BUNDLED_SERVERS
     >>> sorted(BUNDLED_SERVERS)
-    ['chess']
+    ['atari', 'chess']
     >>> [option.name for option in BUNDLED_SERVERS["chess"].options]
     ['opponent', 'agent_color', 'opponent_depth', 'max_moves']
 """
@@ -77,6 +77,24 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
             ServerOption("opponent_depth", int, 2, "search depth of the minimax and stockfish opponents"),
             ServerOption("max_moves", int, 500, "half-moves (both sides) before a game is cut as a draw"),
         ),
+    ),
+    "atari": BundledServer(
+        name="atari",
+        summary="Atari 2600 games through the Arcade Learning Environment (official atari_env schema).",
+        app_factory="openenv_lab.servers.atari:make_app",
+        options=(
+            ServerOption("game", str, "pong", "the default game (any of ale-py's 108 ROMs)"),
+            ServerOption("obs_type", str, "rgb", "the default observation", ("rgb", "grayscale", "ram")),
+            ServerOption("frameskip", int, 4, "emulator frames per step"),
+            ServerOption("repeat_action_probability", float, 0.0, "sticky-action probability"),
+            ServerOption(
+                "full_action_space", bool, False, "all 18 actions instead of the game's minimal set"
+            ),
+            ServerOption(
+                "max_num_frames_per_episode", int, 108_000, "frames before an episode is cut (0: none)"
+            ),
+        ),
+        default_max_sessions=16,
     ),
 }
 

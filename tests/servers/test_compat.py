@@ -82,3 +82,43 @@ def test_openenv_validate_passes(chess_url):
     report = json.loads(completed.stdout[completed.stdout.index("{") :])
     failed = [c["id"] for c in report["criteria"] if not c["passed"]]
     assert report["passed"], f"openenv validate failed: {failed}"
+
+
+@pytest.fixture(scope="module")
+def atari_url():
+    from openenv_lab.launch import EmbeddedServer
+
+    with EmbeddedServer("atari") as server:
+        yield server.base_url
+
+
+def test_official_generic_client_plays_atari_with_json_frames(atari_url):
+    import_openenv_server()
+    from openenv.core import GenericEnvClient
+
+    with GenericEnvClient(base_url=atari_url).sync() as client:
+        result = client.reset()  # no options: the official client's defaults
+        observation = result.observation
+        assert observation["screen_shape"] == [210, 160, 3]
+        assert len(observation["screen"]) == 210 * 160 * 3  # the official JSON list by default
+        assert observation["legal_actions"] == [0, 1, 2, 3, 4, 5]
+        for action_id in (0, 1, 2):
+            result = client.step(
+                {"action_id": action_id, "game_name": "pong", "obs_type": "rgb", "full_action_space": False}
+            )
+        assert result.done is False and result.reward == 0.0
+        assert client.state()["step_count"] == 3
+
+
+def test_atari_schema_keeps_the_official_fields(atari_url):
+    with Client(atari_url) as client:
+        schema = client.schema()
+    assert {"action_id", "game_name", "obs_type", "full_action_space"} <= set(schema["action"]["properties"])
+    assert {
+        "screen",
+        "screen_shape",
+        "legal_actions",
+        "lives",
+        "episode_frame_number",
+        "frame_number",
+    } <= set(schema["observation"]["properties"])

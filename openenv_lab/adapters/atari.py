@@ -1,0 +1,229 @@
+"""The Atari adapter: ALE screens as ``uint8`` boxes, ``Discrete(n)`` actions, over any OpenEnv Atari server.
+
+Spaces: ``Box(0, 255, (210, 160, 3), uint8)`` for ``obs_type="rgb"`` (the default), ``(210, 160)`` for
+``"grayscale"``, ``(128,)`` for ``"ram"``; ``Discrete(n)`` with ``n`` the game's action set (minimal, or 18
+with ``full_action_space=True``), read from the server's ``legal_actions``.
+
+Frames travel compactly when the server can: the adapter asks for ``frame_encoding="zlib"`` at reset, and
+decodes ``screen_b64`` straight into a ``uint8`` array. A server that does not know the option (the
+official ``atari_env``) ignores it and sends the JSON list, which is decoded as well; nothing to configure.
+
+Built to drop into code written for ``gym.make("ALE/Pong-v5")``: ``env.unwrapped.ale`` answers
+``lives()``, ``getScreenRGB()``, ``getScreenGrayscale()`` (ALE's own luminance rounding) and ``getRAM()``
+from the last observation, ``env.unwrapped.get_action_meanings()`` and ``env.unwrapped._frameskip``
+exist, and a seeded reset seeds the emulator and the env's ``np_random`` as ALE's environments do. So
+``AtariPreprocessing(gym.make("openenv/atari", game="pong", frameskip=1))`` works and, with the same
+seed and actions, gives the same observations as it does on ``ALE/Pong-v5``.
+
+Seeding: like ALE, only an explicit ``reset(seed=...)`` reseeds (it reloads the ROM, about 0.2 s); later
+resets continue the emulator's random stream, so a run is reproducible from its first seed.
+
+Info: ``lives``, ``episode_frame_number``, ``frame_number``, ``end_reason`` at the end (``game_over`` is a
+termination, ``frame_limit`` a truncation), plus the keys of `Adapter.base_info`.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+
+from ..client import ProtocolError, StepResult
+from .base import Adapter, Transition
+
+__all__ = ["AtariAdapter", "ScreenProxy"]
+
+_SETTINGS = (
+    "game",
+    "obs_type",
+    "frameskip",
+    "repeat_action_probability",
+    "full_action_space",
+    "mode",
+    "difficulty",
+    "max_num_frames_per_episode",
+)
+_SHAPES = {"rgb": (210, 160, 3), "grayscale": (210, 160), "ram": (128,)}
+
+
+class ScreenProxy:
+    """The part of ``ale_py.ALEInterface`` that wrappers read, answered from the last observation."""
+
+    def __init__(self, adapter: AtariAdapter) -> None:
+        self._adapter = adapter
+
+    def lives(self) -> int:
+        return self._adapter.lives
+
+    def getScreenRGB(self, out: np.ndarray | None = None) -> np.ndarray:
+        frame = self._adapter.frame
+        if frame.ndim != 3:
+            raise ValueError("getScreenRGB needs obs_type='rgb'")
+        return _copy_into(frame, out)
+
+    def getScreenGrayscale(self, out: np.ndarray | None = None) -> np.ndarray:
+        frame = self._adapter.frame
+        if frame.ndim == 3:
+            # ALE's grayscale: luminance of the RGB palette colour, rounded to the nearest integer.
+            frame = np.rint(frame @ np.array([0.2989, 0.5870, 0.1140])).astype(np.uint8)
+        elif frame.ndim != 2:
+            raise ValueError("getScreenGrayscale needs obs_type='rgb' or 'grayscale'")
+        return _copy_into(frame, out)
+
+    def getRAM(self, out: np.ndarray | None = None) -> np.ndarray:
+        frame = self._adapter.frame
+        if frame.ndim != 1:
+            raise ValueError("getRAM needs obs_type='ram'")
+        return _copy_into(frame, out)
+
+    def game_over(self) -> bool:
+        return self._adapter.game_over
+
+
+def _copy_into(frame: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    if out is None:
+        return frame.copy()
+    np.copyto(out, frame.reshape(out.shape))
+    return out
+
+
+class AtariAdapter(Adapter):
+    """Gymnasium spaces for OpenEnv Atari servers.
+
+    Args:
+        game: an ALE game id (``"pong"``, ``"breakout"``...); 108 ship with ale-py.
+        obs_type: ``"rgb"``, ``"grayscale"`` or ``"ram"``.
+        frameskip: emulator frames per step (4 by default; 1 under ``AtariPreprocessing``).
+        repeat_action_probability: sticky actions (``ALE/...-v5`` uses 0.25; the default here is 0.0, as
+            in OpenEnv's atari_env).
+        full_action_space, mode, difficulty, max_num_frames_per_episode: as in ALE.
+        frame_encoding: ``"zlib"`` (default), ``"raw"`` or ``"json"``: how frames should travel when the
+            server can choose.
+
+    Example:
+        >>> import gymnasium as gym, openenv_lab
+        >>> env = gym.make("openenv/atari", game="pong")              # doctest: +SKIP
+        >>> env.observation_space, env.action_space                      # doctest: +SKIP
+        (Box(0, 255, (210, 160, 3), uint8), Discrete(6))
+    """
+
+    server_name: ClassVar[str | None] = "atari"
+    render_modes: ClassVar[tuple[str, ...]] = ("rgb_array",)
+    render_fps: ClassVar[int] = 15
+    needs_probe: ClassVar[bool] = True
+    derive_seeds: ClassVar[bool] = False
+    env_attributes: ClassVar[tuple[str, ...]] = ("ale", "get_action_meanings", "_frameskip")
+
+    def __init__(
+        self,
+        *,
+        game: str = "pong",
+        obs_type: str = "rgb",
+        frameskip: int = 4,
+        repeat_action_probability: float | None = None,
+        full_action_space: bool | None = None,
+        mode: int | None = None,
+        difficulty: int | None = None,
+        max_num_frames_per_episode: int | None = None,
+        frame_encoding: str = "zlib",
+    ) -> None:
+        if obs_type not in _SHAPES:
+            raise ValueError(f"obs_type must be one of {', '.join(_SHAPES)}, got {obs_type!r}")
+        values = (
+            game,
+            obs_type,
+            frameskip,
+            repeat_action_probability,
+            full_action_space,
+            mode,
+            difficulty,
+            max_num_frames_per_episode,
+        )
+        self.settings = {k: v for k, v in zip(_SETTINGS, values, strict=True) if v is not None}
+        self.frame_encoding = frame_encoding
+        self._frameskip = frameskip
+        self.ale = ScreenProxy(self)
+        self.frame = np.zeros(_SHAPES[obs_type], dtype=np.uint8)
+        self.lives = 0
+        self.game_over = False
+        self._action_meanings: list[str] = []
+
+    def get_action_meanings(self) -> list[str]:
+        """What each action does, e.g. ``['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE']``."""
+        return list(self._action_meanings)
+
+    def np_random(self, seed: int) -> np.random.Generator:
+        """The env's generator after ``reset(seed)``, derived as ALE's environments derive theirs."""
+        np_seed = np.random.SeedSequence(seed).generate_state(n_words=2)[0]
+        return seeding.np_random(int(np_seed))[0]
+
+    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        kwargs = {**self.settings, "frame_encoding": self.frame_encoding, **(options or {})}
+        return super().reset_kwargs(seed, kwargs)
+
+    def probe(self, first: StepResult) -> None:
+        shape = tuple(first.observation.get("screen_shape") or ())
+        if not shape:
+            raise ProtocolError(
+                f"An Atari observation needs 'screen_shape'; got fields {sorted(first.observation)}"
+            )
+        legal = first.observation.get("legal_actions") or []
+        if not legal:
+            raise ProtocolError("The Atari server sent no legal_actions; cannot size the action space")
+        self.observation_space = spaces.Box(0, 255, shape, dtype=np.uint8)
+        self.action_space = spaces.Discrete(len(legal))
+        self.frame = np.zeros(shape, dtype=np.uint8)
+        self._read_action_meanings(first.metadata)
+
+    def encode_action(self, action: Any) -> dict[str, Any]:
+        return {"action_id": int(action)}
+
+    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+        raw = result.observation
+        metadata = result.metadata
+        shape = tuple(raw.get("screen_shape") or self.frame.shape)
+        encoded = raw.get("screen_b64")
+        if encoded is not None:
+            data = base64.b64decode(encoded)
+            if raw.get("screen_encoding") == "zlib":
+                data = zlib.decompress(data)
+            frame = np.frombuffer(data, dtype=np.uint8).reshape(shape).copy()
+        else:
+            frame = np.asarray(raw.get("screen", ()), dtype=np.uint8).reshape(shape)
+        if reset:
+            self._read_action_meanings(metadata)
+        self.frame = frame
+        self.lives = int(raw.get("lives", 0))
+        self.game_over = result.done
+
+        info = self.base_info(result)
+        for key in ("lives", "episode_frame_number", "frame_number"):
+            info[key] = raw.get(key, 0)
+        raw.pop("screen", None)  # keep info light: the frame is the observation
+        raw.pop("screen_b64", None)
+        terminated = truncated = False
+        if result.done:
+            reason = metadata.get("end_reason", "game_over")
+            info["end_reason"] = reason
+            truncated = reason == "frame_limit"
+            terminated = not truncated
+        reward = 0.0 if result.reward is None else result.reward
+        return Transition(frame.copy(), reward, terminated, truncated, info)
+
+    def _read_action_meanings(self, metadata: dict[str, Any]) -> None:
+        if "action_meanings" in metadata:
+            # The official server sends "Action.NOOP"; ale-py's names are "NOOP".
+            self._action_meanings = [str(m).removeprefix("Action.") for m in metadata["action_meanings"]]
+
+    def render(self, mode: str) -> Any:
+        if mode == "rgb_array":
+            if self.frame.ndim == 3:
+                return self.frame.copy()
+            if self.frame.ndim == 2:
+                return np.repeat(self.frame[:, :, None], 3, axis=2)
+            raise ValueError("A RAM observation has no picture: make the env with obs_type='rgb' to render")
+        return super().render(mode)

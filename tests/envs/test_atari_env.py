@@ -1,0 +1,196 @@
+"""``gym.make("openenv/atari")``: frames, seeds and wrappers exactly as ``ALE/Pong-v5`` gives them."""
+
+from __future__ import annotations
+
+import warnings
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+import openenv_lab
+from openenv_lab.client import Session
+
+gym.register_envs(ale_py)
+
+
+@pytest.fixture(scope="module")
+def pong():
+    env = gym.make("openenv/atari", game="pong")
+    yield env
+    env.close()
+
+
+def test_spaces_and_info(pong):
+    assert pong.observation_space == gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
+    assert pong.action_space == gym.spaces.Discrete(6)
+    obs, info = pong.reset(seed=0)
+    assert obs in pong.observation_space
+    assert {"lives", "episode_frame_number", "frame_number"} <= set(info)
+    assert "screen" not in info["raw_observation"] and "screen_b64" not in info["raw_observation"]
+    assert pong.unwrapped.get_action_meanings() == ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
+
+
+@pytest.mark.parametrize("sticky", [0.0, 0.25])
+def test_same_seed_and_actions_give_ales_own_frames(sticky):
+    ours = gym.make("openenv/atari", game="pong", repeat_action_probability=sticky)
+    ale = gym.make("ALE/Pong-v5", repeat_action_probability=sticky)
+    obs_ours, _ = ours.reset(seed=7)
+    obs_ale, _ = ale.reset(seed=7)
+    np.testing.assert_array_equal(obs_ours, obs_ale)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        action = int(rng.integers(6))
+        a = ours.step(action)
+        b = ale.step(action)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+    ours.close()
+    ale.close()
+
+
+def test_preprocessing_and_frame_stacking_match_ale():
+    def wrapped(env_id: str, **kwargs) -> gym.Env:
+        env = gym.make(env_id, frameskip=1, repeat_action_probability=0.25, **kwargs)
+        return FrameStackObservation(AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84), 4)
+
+    ours = wrapped("openenv/atari", game="pong")
+    ale = wrapped("ALE/Pong-v5")
+    obs_ours, _ = ours.reset(seed=3)
+    obs_ale, _ = ale.reset(seed=3)
+    assert obs_ours.shape == obs_ale.shape == (4, 84, 84)
+    np.testing.assert_array_equal(obs_ours, obs_ale)
+    for step in range(60):
+        action = step % 6
+        a = ours.step(action)
+        b = ale.step(action)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+    ours.close()
+    ale.close()
+
+
+def test_screen_proxy_matches_ale_grayscale_and_ram():
+    ours = gym.make("openenv/atari", game="breakout")
+    ale = gym.make("ALE/Breakout-v5", repeat_action_probability=0.0)
+    ours.reset(seed=1)
+    ale.reset(seed=1)
+    for step in range(30):
+        ours.step(step % 4)
+        ale.step(step % 4)
+    np.testing.assert_array_equal(
+        ours.unwrapped.ale.getScreenGrayscale(), ale.unwrapped.ale.getScreenGrayscale()
+    )
+    buffer = np.empty((210, 160, 3), np.uint8)
+    ours.unwrapped.ale.getScreenRGB(buffer)
+    np.testing.assert_array_equal(buffer, ale.unwrapped.ale.getScreenRGB())
+    assert ours.unwrapped.ale.lives() == ale.unwrapped.ale.lives() > 0
+    ours.close()
+    ale.close()
+
+
+@pytest.mark.parametrize(("obs_type", "shape"), [("grayscale", (210, 160)), ("ram", (128,))])
+def test_other_observation_types(obs_type, shape):
+    env = gym.make("openenv/atari", game="pong", obs_type=obs_type)
+    reference = gym.make("ALE/Pong-v5", obs_type=obs_type, repeat_action_probability=0.0)
+    assert env.observation_space.shape == shape
+    obs, _ = env.reset(seed=0)
+    expected, _ = reference.reset(seed=0)
+    for _ in range(5):
+        obs = env.step(2)[0]
+        expected = reference.step(2)[0]
+    np.testing.assert_array_equal(obs, expected)
+    env.close()
+    reference.close()
+
+
+@pytest.mark.parametrize("encoding", ["json", "raw"])
+def test_every_frame_encoding_decodes_to_the_same_frames(encoding):
+    compact = gym.make("openenv/atari", game="pong")
+    other = gym.make("openenv/atari", game="pong", frame_encoding=encoding)
+    np.testing.assert_array_equal(compact.reset(seed=2)[0], other.reset(seed=2)[0])
+    for step in range(10):
+        np.testing.assert_array_equal(compact.step(step % 6)[0], other.step(step % 6)[0])
+    compact.close()
+    other.close()
+
+
+def test_compact_frames_are_small_on_the_wire(pong):
+    pong.reset(seed=0)
+    session: Session = pong.unwrapped.session
+    before = session.bytes_received
+    for _ in range(10):
+        pong.step(0)
+    assert (session.bytes_received - before) / 10 < 5_000  # JSON lists are ~450 KB per Pong frame
+
+
+def test_frame_limit_truncates_and_game_over_terminates():
+    env = gym.make("openenv/atari", game="pong", max_num_frames_per_episode=40)
+    env.reset(seed=0)
+    steps = 0
+    while True:
+        _, _, terminated, truncated, info = env.step(0)
+        steps += 1
+        if terminated or truncated:
+            break
+    assert (terminated, truncated, info["end_reason"], steps) == (False, True, "frame_limit", 10)
+    env.close()
+
+
+@pytest.mark.slow
+def test_a_whole_game_of_pong_terminates(pong):
+    pong.reset(seed=0)
+    total, terminated, truncated = 0.0, False, False
+    while not (terminated or truncated):
+        _, reward, terminated, truncated, info = pong.step(0)
+        total += reward
+    assert terminated and info["end_reason"] == "game_over"
+    assert total == -21.0  # standing still loses every point
+
+
+def test_check_env_passes():
+    env = gym.make("openenv/atari", game="pong")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped, skip_render_check=False)
+    assert [str(w.message) for w in caught] == []
+    env.close()
+
+
+def test_render_returns_the_frame():
+    env = gym.make("openenv/atari", game="pong", render_mode="rgb_array")
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(env.render(), obs)
+    env.close()
+
+
+def test_unknown_game_fails_at_make_listing_the_games():
+    with pytest.raises(openenv_lab.ServerError, match=r"Unknown game 'pongg'\. Available games: .*pong"):
+        gym.make("openenv/atari", game="pongg")
+
+
+def test_action_out_of_range_is_refused_before_sending(pong):
+    pong.reset(seed=0)
+    sent = pong.unwrapped.session.bytes_sent
+    with pytest.raises(ValueError, match="not in the action space"):
+        pong.step(6)
+    assert pong.unwrapped.session.bytes_sent == sent
+
+
+def test_unseeded_resets_continue_the_emulators_stream():
+    env = gym.make("openenv/atari", game="pong", repeat_action_probability=0.25)
+
+    def run() -> list[float]:
+        env.reset(seed=5)
+        frames = []
+        for _ in range(2):
+            _, info = env.reset()
+            assert info["seed"] is None
+            frames.append(float(sum(env.step(i % 6)[0].sum() for i in range(40))))
+        return frames
+
+    assert run() == run()
+    env.close()
