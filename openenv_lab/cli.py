@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
             "0.0.0.0 makes it reachable from other machines)",
         )
         sub.add_argument(
-            "--port", type=int, default=8000, help="port (default: %(default)s; 0 picks a free one)"
+            "--port", type=_parse_port, default=8000, help="port (default: %(default)s; 0 picks a free one)"
         )
         sub.add_argument(
             "--max-sessions",
@@ -87,6 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     chess_parser.add_argument("--pgn", default=None, help="also write the games to this PGN file")
     chess_parser.set_defaults(command="play", run=_play_chess)
     return parser
+
+
+def _parse_port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535, got {text!r}")
+    return port
 
 
 def _parse_bool(text: str) -> bool:

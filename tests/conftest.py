@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import pytest
 
 from openenv_lab.client import Client
 from openenv_lab.launch import shared_embedded_server, stop_embedded_servers
+from tests.helpers import read_line
 
 PEERS = Path(__file__).parent / "peers"
 collect_ignore = ["peers/official_app.py"]  # a server script run in subprocesses, not a test module
@@ -24,15 +26,15 @@ collect_ignore = ["peers/official_app.py"]  # a server script run in subprocesse
 class PeerServer:
     """An official-framework server in a subprocess; stops when the test session ends."""
 
-    def __init__(self, env: str, max_sessions: int) -> None:
+    def __init__(self, env: str, max_sessions: int, **environment: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, str(PEERS / "official_app.py"), env, "--max-sessions", str(max_sessions)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env={**os.environ, **environment},
         )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
+        line = read_line(self.process, timeout=60)
         if not line.startswith("LISTENING "):
             self.process.kill()
             raise RuntimeError(f"peer server {env} did not start: {line!r}")
@@ -63,6 +65,14 @@ def official_kitchen() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def official_chess() -> Iterator[str]:
     server = PeerServer("officialchess", max_sessions=8)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def official_chess_short() -> Iterator[str]:
+    """The official-style chess server with a 16 half-move limit: most games end at the limit."""
+    server = PeerServer("officialchess", max_sessions=4, OFFICIAL_CHESS_MAX_MOVES="16")
     yield server.url
     server.stop()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import selectors
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -14,3 +16,13 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: flo
             return True
         time.sleep(interval)
     return predicate()
+
+
+def read_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The next line of a child's stdout, or "" if none comes within ``timeout`` (never blocks longer)."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            return ""
+    return process.stdout.readline()

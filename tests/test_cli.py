@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import chess.pgn
 
 from openenv_lab.cli import main
 from openenv_lab.client import Client, Session
+from tests.helpers import read_line
 
 
 def test_play_prints_results_and_writes_a_pgn(tmp_path, chess_url, capsys):
@@ -33,7 +35,10 @@ def test_play_prints_results_and_writes_a_pgn(tmp_path, chess_url, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "game 1:" in out and "game 2:" in out and "won" in out
+    assert "game 1:" in out and "game 2:" in out
+    assert re.search(r"Agent: (\d) won, (\d) drawn, (\d) lost", out)
+    wins, draws, losses = map(int, re.search(r"Agent: (\d) won, (\d) drawn, (\d) lost", out).groups())
+    assert wins + draws + losses == 2
     text = pgn.read_text()
     games = []
     handle = io.StringIO(text)
@@ -80,8 +85,7 @@ def test_serve_runs_an_openenv_server_until_stopped():
         text=True,
     )
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
+        line = read_line(process, timeout=60)
         assert "listening on http://127.0.0.1:" in line
         url = line.split("listening on ")[1].split()[0]
         with Client(url) as client:
@@ -112,3 +116,11 @@ def test_serve_help_lists_the_servers_options(capsys):
     for flag in ("--opponent", "--agent-color", "--opponent-depth", "--max-moves", "--max-sessions"):
         assert flag in out
     assert "--announce" not in out
+
+
+def test_serve_refuses_a_port_out_of_range(capsys):
+    try:
+        main(["serve", "chess", "--port", "70000"])
+    except SystemExit as exit:
+        assert exit.code == 2
+    assert "a port is a number from 0 to 65535" in capsys.readouterr().err

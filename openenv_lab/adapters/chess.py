@@ -23,9 +23,9 @@ Info: ``fen``, ``legal_moves`` (UCI), ``agent_color`` (the side to move), ``oppo
 the server says), ``end_reason`` and ``result`` at the end, ``illegal_move``, plus the keys of
 `Adapter.base_info`.
 
-Rendering: ``"svg"`` returns python-chess's SVG board (shown as a picture by Jupyter), oriented for the
-agent, last move arrowed, king in check highlighted; ``"rgb_array"`` a 400x400x3 ``uint8`` picture drawn
-with Pillow; ``"ansi"`` the board as text with the FEN.
+Rendering: ``"svg"`` returns python-chess's SVG board (shown as a picture by Jupyter), seen from the
+agent's side, last move arrowed, king in check highlighted; ``"rgb_array"`` a 400x400x3 ``uint8``
+picture drawn with Pillow; ``"ansi"`` the board as text with the FEN.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from .chess_encoding import BOARD_SHAPE, NUM_ACTIONS, board_planes, index_to_uci
 
 __all__ = ["ChessAdapter"]
 
-#: End reasons that are a real end of the game (the rest, i.e. "move_limit", are cuts).
+#: End reasons that are a real end of the game under the rules of chess.
 TERMINAL_REASONS = frozenset(
     {
         "checkmate",
@@ -56,6 +56,9 @@ TERMINAL_REASONS = frozenset(
         "threefold_repetition",
     }
 )
+#: End reasons that cut a game short: truncation. Any other reason (including ones a server invents,
+#: such as a resignation) ends the game for good: termination.
+TRUNCATION_REASONS = frozenset({"move_limit"})
 _RESET_OPTIONS = ("opponent", "agent_color", "opponent_depth", "max_moves")
 
 
@@ -158,7 +161,7 @@ class ChessAdapter(Adapter):
             self._last_move = metadata.get("opponent_move") or self._pending_move
         self._fen = fen
         self._white_to_move = fen.split()[1] == "w"
-        self._legal_list = legal_moves
+        self._legal_list = list(legal_moves)  # ours: the user may change the lists in info
         self._legal: frozenset[str] | None = None  # built when a move is decoded (see _legal_set)
         if not result.done:
             self._agent_color = "white" if self._white_to_move else "black"
@@ -174,8 +177,8 @@ class ChessAdapter(Adapter):
         terminated = truncated = False
         if result.done:
             reason = metadata.get("end_reason") or self._infer_end_reason()
-            terminated = reason in TERMINAL_REASONS
-            truncated = not terminated
+            truncated = reason in TRUNCATION_REASONS
+            terminated = not truncated
             info["end_reason"] = reason
             info["result"] = raw.get("result")
         observation = {
@@ -204,13 +207,13 @@ class ChessAdapter(Adapter):
             check = board.king(board.turn) if board.is_check() else None
             return chess.svg.board(
                 board,
-                orientation=board.turn,
+                orientation=self._agent_color == "white",
                 lastmove=lastmove,
                 check=check,
                 size=360,
             )
         if mode == "rgb_array":
-            return _draw_board(board, self._last_move)
+            return _draw_board(board, self._last_move, white_at_bottom=self._agent_color == "white")
         return super().render(mode)
 
     # ------------------------------------------------------------------ helpers
@@ -267,8 +270,8 @@ def _font() -> Any:
     return ImageFont.truetype(font_manager.findfont("DejaVu Sans"), int(_SQUARE * 0.8))
 
 
-def _draw_board(board: chess.Board, last_move: str | None) -> np.ndarray:
-    """A (400, 400, 3) uint8 picture of the board, from the side to move's point of view."""
+def _draw_board(board: chess.Board, last_move: str | None, *, white_at_bottom: bool) -> np.ndarray:
+    """A (400, 400, 3) uint8 picture of the board, from the agent's side."""
     from PIL import Image, ImageDraw
 
     image = Image.new("RGB", (8 * _SQUARE, 8 * _SQUARE))
@@ -278,7 +281,7 @@ def _draw_board(board: chess.Board, last_move: str | None) -> np.ndarray:
         move = chess.Move.from_uci(last_move)
         highlighted = {move.from_square, move.to_square}
     font = _font()
-    flip = board.turn == chess.BLACK
+    flip = not white_at_bottom
     for square in chess.SQUARES:
         file, rank = chess.square_file(square), chess.square_rank(square)
         x = (7 - file if flip else file) * _SQUARE

@@ -10,24 +10,27 @@ JSON Schema                                   gymnasium space (value in the obse
 ============================================  ==========================================================
 ``enum`` of values                            ``Discrete(n)`` (the index into the enum)
 ``boolean``                                   ``Discrete(2)`` (0 or 1)
-``integer`` with ``minimum`` and ``maximum``   ``Discrete(max - min + 1, start=min)``
+``integer`` with lower and upper bounds        ``Discrete(max - min + 1, start=min)`` (exclusive bounds too)
 ``integer`` otherwise                         ``Box(int64, shape=())``, bounds from the schema or +-2**31
 ``number``                                    ``Box(float64, shape=())``, bounds from the schema or +-inf
 ``string``                                    `UnicodeText` (any text up to ``maxLength``, default 65536)
-list of numbers (any nesting)                 ``Box`` shaped like the first observation's value
-                                              (actions: ``minItems == maxItems`` or a ``Sequence``)
+list of numbers (any nesting)                 ``Box`` shaped like the first observation's value (empty
+                                              then, or an action: ``minItems == maxItems`` or a ``Sequence``)
 list of booleans                              ``MultiBinary`` shaped like the first observation's value
 list of strings / of objects                  ``Sequence(UnicodeText)`` / ``Sequence(Dict)``
 object with ``properties``                    ``Dict`` of its fields
-object without properties, unions, unknown    `UnicodeText` holding the value as JSON (``json.loads`` it)
+object without properties, unions, unknown    `JSONText` holding the value as JSON (``json.loads`` it)
 ``const`` fields (e.g. MCP ``type``)          no space: the constant is sent as it is
 optional (``anyOf [T, null]``)                T's space; ``null`` becomes its zero value (0, ``""``, zeros)
 ============================================  ==========================================================
 
 The observation space is a ``Dict`` of the observation's fields (``reward``, ``done`` and ``metadata`` are
 not fields). The action space is the one required field's space when there is exactly one (e.g.
-``Discrete(4)`` for grid_world's ``{"action": "UP"|...}``), a ``Dict`` of the required fields otherwise
-(optional fields with defaults are left to the server's default).
+``Discrete(4)`` for grid_world's ``{"action": "UP"|...}``), a ``Dict`` of the required fields otherwise;
+optional fields are left to the server's default unless named in ``action_fields``. For MCP environments
+(``{"type": "call_tool", "tool_name", "arguments"}``) that means
+``gym.make("openenv/remote", base_url=..., action_fields=["tool_name", "arguments"])``, with the arguments
+as JSON text.
 
 What cannot be inferred, and what happens instead:
 
@@ -35,7 +38,8 @@ What cannot be inferred, and what happens instead:
 - numeric lists whose length changes during an episode: the first observation fixes the ``Box`` shape, and
   a later observation of another shape raises `ProtocolError` (write an adapter for such servers);
 - bounds of numbers the schema does not bound: infinite (floats) or +-2**31 (integers);
-- free-form objects and unions of several types: JSON text, as above;
+- free-form objects, unions of several types, ragged lists and recursive models (a model inside
+  itself): JSON text, as above;
 - why an episode ended: ``done`` is treated as termination, unless the metadata says
   ``"truncated": true``; the original value of ``null`` fields: ``info["raw_observation"]`` has it.
 """
@@ -43,6 +47,7 @@ What cannot be inferred, and what happens instead:
 from __future__ import annotations
 
 import json
+import math
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,7 +59,7 @@ from gymnasium import spaces
 from ..client import Client, ProtocolError, StepResult
 from .base import Adapter, Transition
 
-__all__ = ["GenericAdapter", "UnicodeText"]
+__all__ = ["GenericAdapter", "JSONText", "UnicodeText"]
 
 _INT_BOUND = 2**31
 _MAX_TEXT = 65536
@@ -104,7 +109,8 @@ class GenericAdapter(Adapter):
     needs_probe: ClassVar[bool] = True
     render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
 
-    def __init__(self) -> None:
+    def __init__(self, *, action_fields: list[str] | None = None) -> None:
+        self.action_field_names = list(action_fields) if action_fields is not None else None
         self.schema: dict[str, Any] = {}
         self._observation_fields: dict[str, _Field] = {}
         self._action_fields: dict[str, _Field] = {}
@@ -130,9 +136,9 @@ class GenericAdapter(Adapter):
         for name, node in properties.items():
             if name in _ENVELOPE_FIELDS:
                 continue
-            field = _field(node, first.observation.get(name), defs, f"observation.{name}", action=False)
-            if field is not None:
-                fields[name] = field
+            fields[name] = _field(
+                node, first.observation.get(name), defs, f"observation.{name}", action=False
+            )
         for name, value in first.observation.items():  # fields the schema did not declare
             if name not in fields and name not in properties and name not in _ENVELOPE_FIELDS:
                 fields[name] = _field({}, value, defs, f"observation.{name}", action=False)
@@ -143,15 +149,23 @@ class GenericAdapter(Adapter):
         defs = schema.get("$defs", {})
         properties = {k: v for k, v in schema.get("properties", {}).items() if k != "metadata"}
         required = set(schema.get("required", ()))
-        chosen = [k for k in properties if k in required] or list(properties)
+        for name, node in properties.items():
+            resolved = _resolve(node, defs, frozenset())[0]
+            if "const" in resolved:  # always sent as it is (e.g. MCP's "type": "call_tool")
+                self._action_constants[name] = resolved["const"]
+        if self.action_field_names is not None:
+            unknown = set(self.action_field_names) - set(properties)
+            if unknown:
+                raise ValueError(
+                    f"action_fields {sorted(unknown)} are not in the action schema: {sorted(properties)}"
+                )
+            chosen = list(self.action_field_names)
+        else:
+            candidates = [k for k in properties if k not in self._action_constants]
+            chosen = [k for k in candidates if k in required] or candidates
         for name in chosen:
-            node = _resolve(properties[name], defs)
-            if "const" in node:
-                self._action_constants[name] = node["const"]
-                continue
-            field = _field(node, None, defs, f"action.{name}", action=True)
-            assert field is not None
-            self._action_fields[name] = field
+            self._action_constants.pop(name, None)
+            self._action_fields[name] = _field(properties[name], None, defs, f"action.{name}", action=True)
         if not self._action_fields:
             raise ProtocolError(f"Cannot build an action space: the action schema has no fields ({schema})")
         if len(self._action_fields) == 1:
@@ -191,27 +205,77 @@ class GenericAdapter(Adapter):
 # ---------------------------------------------------------------------------- schema -> _Field
 
 
-def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
-    seen = 0
-    while "$ref" in node and seen < 32:
+class JSONText(UnicodeText):
+    """Text holding one JSON value (for free-form objects and unions); samples are valid JSON.
+
+    Example:
+        >>> space = JSONText(sample_value={})
+        >>> space.sample(), '{"a": [1, 2]}' in space, "{not json" in space
+        ('{}', True, False)
+    """
+
+    def __init__(self, *, sample_value: Any = None, seed: Any = None) -> None:
+        super().__init__(seed=seed)
+        self.sample_value = sample_value
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return json.dumps(self.sample_value)
+
+    def contains(self, x: Any) -> bool:
+        if not super().contains(x):
+            return False
+        try:
+            json.loads(x)
+        except ValueError:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return "JSONText()"
+
+
+def _resolve(
+    node: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """Follow local ``$ref``s; a reference already being expanded (a recursive model) resolves to ``{}``."""
+    while "$ref" in node:
         ref = node["$ref"]
         name = ref.rsplit("/", 1)[-1]
-        if not ref.startswith("#/") or name not in defs:
-            return {}
+        if not ref.startswith("#/") or name not in defs or ref in expanding:
+            return {}, expanding  # unknown or recursive: JSON text
+        expanding = expanding | {ref}
         node = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
-        seen += 1
-    return node
+    return node, expanding
 
 
-def _field(node: dict[str, Any], sample: Any, defs: dict[str, Any], path: str, *, action: bool) -> _Field:
-    node = _resolve(node, defs)
+def _field(
+    node: dict[str, Any],
+    sample: Any,
+    defs: dict[str, Any],
+    path: str,
+    *,
+    action: bool,
+    expanding: frozenset[str] = frozenset(),
+    nullable: bool = False,
+) -> _Field:
+    node, expanding = _resolve(node, defs, expanding)
     variants = node.get("anyOf") or node.get("oneOf")
     if variants:
-        non_null = [v for v in variants if _resolve(v, defs).get("type") != "null"]
+        resolved = [_resolve(v, defs, expanding) for v in variants]
+        non_null = [(v, refs) for v, refs in resolved if v.get("type") != "null"]
         if len(non_null) == 1:
             extra = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
-            return _field({**_resolve(non_null[0], defs), **extra}, sample, defs, path, action=action)
-        return _json_text()
+            variant, refs = non_null[0]
+            return _field(
+                {**variant, **extra},
+                sample,
+                defs,
+                path,
+                action=action,
+                expanding=refs,
+                nullable=nullable or len(non_null) < len(resolved),
+            )
+        return _json_text(None)
     if "enum" in node:
         return _enum(list(node["enum"]), path)
     if "const" in node:
@@ -219,26 +283,42 @@ def _field(node: dict[str, Any], sample: Any, defs: dict[str, Any], path: str, *
     kind = node.get("type")
     if isinstance(kind, list):
         non_null = [k for k in kind if k != "null"]
+        nullable = nullable or len(non_null) < len(kind)
         kind = non_null[0] if len(non_null) == 1 else None
     if kind == "boolean":
         return _Field(spaces.Discrete(2), lambda v: int(bool(v)), lambda a: bool(a), lambda: 0)
     if kind == "integer":
-        low, high = node.get("minimum"), node.get("maximum")
+        low, high = _bounds(node, integer=True)
         if low is not None and high is not None and high - low < 2**16:
+            start = int(low)
             return _Field(
-                spaces.Discrete(int(high - low + 1), start=int(low)), int, lambda a: int(a), lambda: int(low)
+                spaces.Discrete(int(high - low + 1), start=start), int, lambda a: int(a), lambda: start
             )
         return _scalar(node, np.int64)
     if kind == "number":
         return _scalar(node, np.float64)
     if kind == "string":
-        space = UnicodeText(int(node.get("maxLength", _MAX_TEXT)), min_length=int(node.get("minLength", 0)))
+        # `null` decodes to "", so a nullable string must accept the empty string.
+        min_length = 0 if nullable else int(node.get("minLength", 0))
+        space = UnicodeText(int(node.get("maxLength", _MAX_TEXT)), min_length=min_length)
         return _Field(space, str, str, str)
     if kind == "array":
-        return _array(node, sample, defs, path, action=action)
+        return _array(node, sample, defs, path, action=action, expanding=expanding)
     if kind == "object" and node.get("properties"):
-        return _object(node, sample, defs, path, action=action)
-    return _json_text()
+        return _object(node, sample, defs, path, action=action, expanding=expanding)
+    return _json_text({} if kind == "object" else None)
+
+
+def _bounds(node: dict[str, Any], *, integer: bool) -> tuple[float | None, float | None]:
+    """Inclusive bounds from ``minimum``/``maximum`` and the exclusive ``exclusiveMinimum``/``Maximum``."""
+    low, high = node.get("minimum"), node.get("maximum")
+    if node.get("exclusiveMinimum") is not None:
+        bound = node["exclusiveMinimum"]
+        low = math.floor(bound) + 1 if integer else float(np.nextafter(bound, np.inf))
+    if node.get("exclusiveMaximum") is not None:
+        bound = node["exclusiveMaximum"]
+        high = math.ceil(bound) - 1 if integer else float(np.nextafter(bound, -np.inf))
+    return low, high
 
 
 def _enum(values: list[Any], path: str) -> _Field:
@@ -255,9 +335,11 @@ def _enum(values: list[Any], path: str) -> _Field:
 
 def _scalar(node: dict[str, Any], dtype: type) -> _Field:
     integer = np.issubdtype(dtype, np.integer)
-    default_low, default_high = (-_INT_BOUND, _INT_BOUND - 1) if integer else (-np.inf, np.inf)
-    low = node.get("minimum", node.get("exclusiveMinimum", default_low))
-    high = node.get("maximum", node.get("exclusiveMaximum", default_high))
+    low, high = _bounds(node, integer=integer)
+    if low is None:
+        low = -_INT_BOUND if integer else -np.inf
+    if high is None:
+        high = _INT_BOUND - 1 if integer else np.inf
     space = spaces.Box(low=low, high=high, shape=(), dtype=dtype)
     to_json = int if integer else float
     return _Field(
@@ -268,36 +350,50 @@ def _scalar(node: dict[str, Any], dtype: type) -> _Field:
     )
 
 
-def _leaf_type(node: dict[str, Any], defs: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+def _leaf_type(
+    node: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]
+) -> tuple[str | None, dict[str, Any]]:
     """The item type of a (possibly nested) array schema, and the innermost item schema."""
     while True:
-        node = _resolve(node, defs)
+        node, expanding = _resolve(node, defs, expanding)
         if node.get("type") != "array":
             return node.get("type"), node
         node = node.get("items", {})
 
 
-def _array(node: dict[str, Any], sample: Any, defs: dict[str, Any], path: str, *, action: bool) -> _Field:
-    leaf, item = _leaf_type(node, defs)
+def _array(
+    node: dict[str, Any],
+    sample: Any,
+    defs: dict[str, Any],
+    path: str,
+    *,
+    action: bool,
+    expanding: frozenset[str],
+) -> _Field:
+    leaf, item = _leaf_type(node, defs, expanding)
     if leaf in ("number", "integer", "boolean"):
         dtype = {"number": np.float64, "integer": np.int64, "boolean": np.int8}[leaf]
         shape: tuple[int, ...] | None = None
-        if sample is not None:
-            shape = np.asarray(sample).shape
+        if isinstance(sample, list) and sample:
+            try:
+                shape = np.asarray(sample, dtype=dtype).shape
+            except ValueError:  # ragged nested lists: no fixed shape
+                return _json_text([])
         elif node.get("minItems") is not None and node.get("minItems") == node.get("maxItems"):
             shape = (int(node["minItems"]),)
         if shape is not None:
             return _box(item, dtype, shape, path, leaf == "boolean")
-        element = _field(item, None, defs, path + "[]", action=action)
+        # No length known (an action, or an empty first value): a variable-length sequence.
+        element = _field(item, None, defs, path + "[]", action=action, expanding=expanding)
         return _Field(
             spaces.Sequence(element.space, stack=True),
             lambda v: np.asarray(v, dtype=dtype),
             lambda a: np.asarray(a).tolist(),
             lambda: np.zeros((0,), dtype=dtype),
         )
-    items = _resolve(node.get("items", {}), defs)
+    items = node.get("items", {})
     first = sample[0] if isinstance(sample, list) and sample else None
-    element = _field(items, first, defs, path + "[]", action=action)
+    element = _field(items, first, defs, path + "[]", action=action, expanding=expanding)
     return _Field(
         spaces.Sequence(element.space),
         lambda v: tuple(element.decode(x) for x in v),
@@ -311,9 +407,11 @@ def _box(item: dict[str, Any], dtype: type, shape: tuple[int, ...], path: str, b
         space: spaces.Space[Any] = spaces.MultiBinary(list(shape) if shape else 1)
     else:
         integer = np.issubdtype(dtype, np.integer)
-        default_low, default_high = (-_INT_BOUND, _INT_BOUND - 1) if integer else (-np.inf, np.inf)
-        low = item.get("minimum", default_low)
-        high = item.get("maximum", default_high)
+        low, high = _bounds(item, integer=integer)
+        if low is None:
+            low = -_INT_BOUND if integer else -np.inf
+        if high is None:
+            high = _INT_BOUND - 1 if integer else np.inf
         space = spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
 
     def decode(value: Any) -> np.ndarray:
@@ -328,10 +426,18 @@ def _box(item: dict[str, Any], dtype: type, shape: tuple[int, ...], path: str, b
     return _Field(space, decode, lambda a: np.asarray(a).tolist(), lambda: np.zeros(shape, dtype=dtype))
 
 
-def _object(node: dict[str, Any], sample: Any, defs: dict[str, Any], path: str, *, action: bool) -> _Field:
+def _object(
+    node: dict[str, Any],
+    sample: Any,
+    defs: dict[str, Any],
+    path: str,
+    *,
+    action: bool,
+    expanding: frozenset[str],
+) -> _Field:
     sample = sample if isinstance(sample, dict) else {}
     fields = {
-        name: _field(child, sample.get(name), defs, f"{path}.{name}", action=action)
+        name: _field(child, sample.get(name), defs, f"{path}.{name}", action=action, expanding=expanding)
         for name, child in sorted(node["properties"].items())
     }
     return _Field(
@@ -342,7 +448,7 @@ def _object(node: dict[str, Any], sample: Any, defs: dict[str, Any], path: str, 
     )
 
 
-def _json_text() -> _Field:
+def _json_text(sample_value: Any) -> _Field:
     def encode(text: Any) -> Any:
         try:
             return json.loads(text)
@@ -351,4 +457,9 @@ def _json_text() -> _Field:
                 f"This action field takes JSON text (e.g. '{{\"key\": 1}}'), got {text!r}"
             ) from None
 
-    return _Field(UnicodeText(), lambda v: json.dumps(v, sort_keys=True), encode, lambda: "null")
+    return _Field(
+        JSONText(sample_value=sample_value),
+        lambda v: json.dumps(v, sort_keys=True),
+        encode,
+        lambda: json.dumps(sample_value),
+    )

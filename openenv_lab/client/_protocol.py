@@ -21,7 +21,17 @@ from .errors import CapacityError, ProtocolError, ServerError
 
 __all__ = ["StepResult", "close_frame", "parse_reply", "reset_frame", "state_frame", "step_frame"]
 
-_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars and arrays (actions, reset options) as plain JSON numbers and lists."""
+    for method in ("tolist", "item"):  # numpy arrays and numpy scalars both have tolist()
+        convert = getattr(value, method, None)
+        if callable(convert):
+            return convert()
+    raise TypeError(f"{type(value).__name__} values cannot be sent to an OpenEnv server: {value!r}")
+
+
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_json_default).encode
 _loads = json.loads
 
 #: Error codes after which the server closes the connection.

@@ -80,6 +80,9 @@ class Client:
 
     def get(self, path: str, **params: Any) -> Any:
         """``GET`` any JSON route of the server (e.g. ``"/config"`` on FinRL servers)."""
+        return self._get(path, params or None)
+
+    def _get(self, path: str, params: dict[str, Any] | None, timeout: float | None = None) -> Any:
         url = self.base_url + "/" + path.lstrip("/")
         if self._http is None:
             self._http = httpx.Client(
@@ -89,7 +92,7 @@ class Client:
                 trust_env=not is_loopback(self.base_url),
             )
         try:
-            response = self._http.get(url, params=params or None)
+            response = self._http.get(url, params=params, timeout=timeout or httpx.USE_CLIENT_DEFAULT)
         except httpx.TimeoutException as exc:
             if isinstance(exc, httpx.ConnectTimeout):
                 raise ConnectError(
@@ -120,14 +123,22 @@ class Client:
             ) from None
 
     def wait_until_healthy(self, timeout: float = 30.0, *, interval: float = 0.05) -> None:
-        """Poll ``/health`` until the server answers, or raise `ConnectError` after ``timeout`` seconds."""
+        """Poll ``/health`` until the server answers, or raise `ConnectError` after ``timeout`` seconds.
+
+        Any failure (refused, slow, 503 while starting) is retried until the deadline; each attempt
+        waits at most what is left of ``timeout``.
+        """
         deadline = time.monotonic() + timeout
         last: OpenEnvError | None = None
         while True:
+            remaining = deadline - time.monotonic()
             try:
-                if self.health().get("status") == "healthy":
+                if (
+                    self._get("/health", None, timeout=max(0.05, min(remaining, 5.0))).get("status")
+                    == "healthy"
+                ):
                     return
-            except (ConnectError, Timeout) as exc:
+            except OpenEnvError as exc:
                 last = exc
             if time.monotonic() >= deadline:
                 raise ConnectError(

@@ -23,7 +23,7 @@ from . import _protocol
 from ._config import Keepalive, Timeouts
 from ._protocol import StepResult
 from ._urls import http_url, is_loopback, ws_url
-from .errors import ConnectError, ProtocolError, ServerError, SessionClosed, Timeout
+from .errors import ConnectError, OpenEnvError, ProtocolError, ServerError, SessionClosed, Timeout
 
 __all__ = ["Session"]
 
@@ -86,12 +86,7 @@ class Session:
                 )
             )
         except InvalidStatus as exc:
-            status = exc.response.status_code
-            raise ProtocolError(
-                f"{self.base_url} answered HTTP {status} to the WebSocket upgrade at /ws: it does not "
-                "look like an OpenEnv server (OpenEnv serves sessions at /ws). Check the URL and port.",
-                url=self.url,
-            ) from None
+            raise _refusal(exc.response.status_code, self.base_url, self.url) from None
         except (InvalidHandshake, InvalidURI) as exc:
             raise ProtocolError(
                 f"The WebSocket handshake with {self.url} failed ({exc}); is this an OpenEnv server?",
@@ -119,6 +114,10 @@ class Session:
         except ServerError as exc:
             if exc.code in _protocol.FATAL_CODES:
                 raise
+            # Some environments cannot report a state before their first reset: that is fine.
+        except BaseException:
+            self._abandon()  # a garbled reply, an interrupt: do not hold the server's slot
+            raise
 
     @property
     def closed(self) -> bool:
@@ -200,10 +199,31 @@ class Session:
             raise
 
     def _abandon(self) -> None:
-        """Drop the connection without the closing handshake's wait (used after failures)."""
+        """Close the connection after a failure (the closing handshake waits at most ``timeouts.close``)."""
         if self._ws is not None:
             self._ws = None
             self._finalizer()
+
+
+def _refusal(status: int, base_url: str, url: str) -> OpenEnvError:
+    """The error for an HTTP status answered to the WebSocket upgrade."""
+    if status in (401, 403):
+        return ConnectError(
+            f"{base_url} refused the session with HTTP {status}: it needs credentials. Pass "
+            "headers={'Authorization': 'Bearer <token>'} (e.g. a Hugging Face token for a private Space).",
+            url=url,
+        )
+    if status >= 500:
+        return ConnectError(
+            f"{base_url} answered HTTP {status} to the WebSocket upgrade: the server is unavailable or "
+            "still starting (a sleeping Space takes a minute to wake). Try again shortly.",
+            url=url,
+        )
+    return ProtocolError(
+        f"{base_url} answered HTTP {status} to the WebSocket upgrade at /ws: it does not look like an "
+        "OpenEnv server (OpenEnv serves sessions at /ws). Check the URL and port.",
+        url=url,
+    )
 
 
 def _describe_close(exc: ConnectionClosed) -> str:

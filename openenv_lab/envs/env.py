@@ -115,7 +115,7 @@ class OpenEnvEnv(gym.Env):
         elif self.adapter.derive_seeds:
             seed = int(self.np_random.integers(2**31 - 1))
         if self._session is None or self._session.closed:
-            self._session = self.client.session()  # the last one was lost; this is a new episode anyway
+            self._reconnect()  # the last session was lost; this is a new episode anyway
         self._needs_reset = True
         result = self._session.reset(**self.adapter.reset_kwargs(seed, options))
         transition = self.adapter.decode(result, reset=True)
@@ -131,6 +131,16 @@ class OpenEnvEnv(gym.Env):
         transition.info["seed"] = seed
         self._needs_reset = transition.terminated or transition.truncated
         return transition.observation, transition.info
+
+    def _reconnect(self) -> None:
+        """Open a new session, restarting an embedded server that died (it may come back on a new port)."""
+        url = self.launcher.start()
+        if url != self.base_url:
+            old = self.client
+            self.client = Client(url, timeouts=old.timeouts, keepalive=old.keepalive, headers=old.headers)
+            old.close()
+            self.base_url = url
+        self._session = self.client.session()
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self._needs_reset:

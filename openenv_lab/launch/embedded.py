@@ -103,25 +103,30 @@ class EmbeddedServer:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            errors="replace",  # odd bytes in the server's output must not stop us reading it
             bufsize=1,
             env=env,
             start_new_session=sys.platform != "win32",  # Ctrl+C in the parent must not kill it mid-use
         )
         self._owner_pid = os.getpid()
-        self._reader = threading.Thread(target=self._read_output, args=(self._process,), daemon=True)
-        self._reader.start()
-        while not self._announced.wait(0.05):
-            if self._process.poll() is not None:
-                self._fail(f"exited with status {self._process.returncode} while starting")
-            if time.monotonic() - started > self.startup_timeout:
-                self._fail(f"did not start listening within {self.startup_timeout:g} s")
-        assert self.base_url is not None
-        remaining = max(1.0, self.startup_timeout - (time.monotonic() - started))
         try:
-            with Client(self.base_url) as client:
-                client.wait_until_healthy(remaining)
-        except OpenEnvError:
-            self._fail(f"did not become healthy within {self.startup_timeout:g} s")
+            self._reader = threading.Thread(target=self._read_output, args=(self._process,), daemon=True)
+            self._reader.start()
+            while not self._announced.wait(0.05):
+                if self._process.poll() is not None:
+                    self._fail(f"exited with status {self._process.returncode} while starting")
+                if time.monotonic() - started > self.startup_timeout:
+                    self._fail(f"did not start listening within {self.startup_timeout:g} s")
+            assert self.base_url is not None
+            remaining = max(1.0, self.startup_timeout - (time.monotonic() - started))
+            try:
+                with Client(self.base_url) as client:
+                    client.wait_until_healthy(remaining)
+            except OpenEnvError:
+                self._fail(f"did not become healthy within {self.startup_timeout:g} s")
+        except BaseException:
+            self.stop(timeout=1.0)  # interrupted (Ctrl+C) or failed: leave nothing running
+            raise
         return self.base_url
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -201,6 +206,8 @@ def shared_embedded_server(name: str, *, max_sessions: int | None = None, **opti
     with _shared_lock:
         server = _shared.get(key)
         if server is None or not server.running:
+            if server is not None:
+                server.stop()  # it died: release its pipes before starting a new one
             server = EmbeddedServer(name, max_sessions=max_sessions, **options)
             server.start()
             _shared[key] = server

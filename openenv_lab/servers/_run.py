@@ -41,7 +41,9 @@ def run_server(
     app = get_bundled_server(name).make_app(max_sessions=max_sessions, **options)
     sock = _listen(host, port)
     bound_port = sock.getsockname()[1]
-    url = f"http://{f'[{host}]' if ':' in host else host}:{bound_port}"
+    # A wildcard address is not one clients can use: announce the loopback address instead.
+    reachable = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    url = f"http://{f'[{reachable}]' if ':' in reachable else reachable}:{bound_port}"
     server = uvicorn.Server(
         uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on")
     )
@@ -50,14 +52,16 @@ def run_server(
     if announce:
         print(f"{ANNOUNCE_PREFIX} {url}", flush=True)
     else:
-        print(f"openenv_lab {name} server listening on {url} (Ctrl+C to stop)", flush=True)
+        everywhere = " (all interfaces)" if reachable != host else ""
+        print(f"openenv_lab {name} server listening on {url}{everywhere} (Ctrl+C to stop)", flush=True)
     server.run(sockets=[sock])
 
 
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if sys.platform != "win32":  # on Windows it would let two servers share a port
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:

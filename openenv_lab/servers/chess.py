@@ -19,7 +19,8 @@ compatibility:
 - ``state.step_count`` counts the agent's steps since reset (the official server counts both sides'
   moves), and ``episode_id`` from ``reset`` is kept, as OpenEnv's validator expects.
 
-Rules: fifty-move and threefold-repetition draws are applied as soon as they can be claimed; ``max_moves``
+Rules: the game is drawn when a position occurs for the third time or the half-move clock reaches 100
+(as on the official server; python-chess's "claimable" draws are not anticipated); ``max_moves``
 (default 500) counts half-moves of both sides since reset, and reaching it ends the game as a draw with
 ``end_reason="move_limit"`` (a truncation, not a real end of the game).
 """
@@ -36,7 +37,7 @@ import chess
 from pydantic import Field
 
 from ._app import build_app, import_openenv_server
-from .chess_opponents import OPPONENTS, STOCKFISH_MISSING, Opponent, find_stockfish, make_opponent
+from .chess_opponents import MAX_DEPTH, OPPONENTS, STOCKFISH_MISSING, Opponent, find_stockfish, make_opponent
 
 _env_server = import_openenv_server()
 Action = _env_server.Action
@@ -197,7 +198,13 @@ class ChessEnvironment(Environment):
         self._push(move)
         reward = self._check_game_over()
         if self._end_reason is None and self._has_opponent:
-            metadata["opponent_move"] = self._play_opponent()
+            try:
+                metadata["opponent_move"] = self._play_opponent()
+            except BaseException:
+                # Never leave the agent to move the opponent's pieces: take the move back.
+                self._pop()
+                self._state.step_count -= 1
+                raise
             reward = self._check_game_over()
         return self._observation(reward=reward, metadata=metadata)
 
@@ -248,6 +255,11 @@ class ChessEnvironment(Environment):
         self._board.push(move)
         self._state.move_history.append(move.uci())
         self._state.ply += 1
+
+    def _pop(self) -> None:
+        self._board.pop()
+        self._state.move_history.pop()
+        self._state.ply -= 1
 
     def _play_opponent(self) -> str:
         if self._opponent is None:
@@ -310,6 +322,10 @@ def _check_options(opponent: str, agent_color: str, opponent_depth: int, max_mov
         raise ValueError(f"agent_color must be one of {', '.join(COLOURS)}, got {agent_color!r}")
     if not isinstance(opponent_depth, int) or opponent_depth < 1:
         raise ValueError(f"opponent_depth must be a positive integer, got {opponent_depth!r}")
+    if opponent_depth > MAX_DEPTH.get(opponent, opponent_depth):
+        raise ValueError(
+            f"opponent_depth for {opponent} is at most {MAX_DEPTH[opponent]}, got {opponent_depth}"
+        )
     if not isinstance(max_moves, int) or max_moves < 1:
         raise ValueError(f"max_moves must be a positive integer, got {max_moves!r}")
 

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import chess
 
-__all__ = ["OPPONENTS", "STOCKFISH_MISSING", "Opponent", "find_stockfish", "make_opponent"]
+__all__ = ["MAX_DEPTH", "OPPONENTS", "STOCKFISH_MISSING", "Opponent", "find_stockfish", "make_opponent"]
 
 OPPONENTS = ("random", "greedy", "minimax", "stockfish", "none")
 STOCKFISH_MISSING = (
@@ -38,6 +38,9 @@ _VALUES = {
     chess.KING: 0,
 }
 _MATE = 100_000
+_INFINITY = 10 * _MATE  # below any mate score, however deep the mate
+#: The deepest search each searching opponent accepts (minimax at depth 4 takes about a second).
+MAX_DEPTH = {"minimax": 4, "stockfish": 30}
 
 
 class Opponent(Protocol):
@@ -95,10 +98,11 @@ class MinimaxOpponent:
     def choose(self, board: chess.Board, rng: random.Random) -> chess.Move:
         moves = _ordered(board)
         best: list[chess.Move] = []
-        alpha = -_MATE - 1
+        alpha = -_INFINITY
         for move in moves:
             board.push(move)
-            score = -self._negamax(board, self.depth - 1, -_MATE - 1, -alpha + 1)
+            # A window just below alpha keeps scores equal to the best exact, to break ties at random.
+            score = -self._negamax(board, self.depth - 1, -_INFINITY, -alpha + 1)
             board.pop()
             if score > alpha:
                 best, alpha = [move], score

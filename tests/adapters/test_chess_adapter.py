@@ -47,9 +47,12 @@ def test_threefold_repetition_is_inferred_as_termination():
 
 def test_threefold_after_the_agents_own_move_counts_that_position():
     adapter = ChessAdapter()
-    # The game ends on the agent's move (no reply): the final position is after the agent's move.
-    moves = [("g1f3", "g8f6"), ("f3g1", "f6g8"), ("g1f3", "g8f6"), ("f3g1", "f6g8"), ("g1f3", None)]
-    transition = play(adapter, chess.Board(), moves, done_at_end=True)
+    # The position after white's g1f3 (black to move, knight on f3) occurs three times, and only ever
+    # right after the agent's move, which the server never shows: the game ends on that move.
+    moves = [("g1f3", "g8f6"), ("f3d4", "f6g8"), ("d4f3", "g8f6"), ("f3h4", "f6g8"), ("h4f3", None)]
+    board = chess.Board()
+    transition = play(adapter, board, moves, done_at_end=True)
+    assert board.is_repetition(3)
     assert transition.info["end_reason"] == "threefold_repetition"
 
 
@@ -89,3 +92,12 @@ def test_missing_reward_is_zero_and_flagged():
 def test_an_observation_without_fen_is_a_protocol_error():
     with pytest.raises(ProtocolError, match="fen"):
         ChessAdapter().decode(StepResult({"board": "?"}, 0.0, False, {}), reset=True)
+
+
+def test_an_unknown_end_reason_is_a_termination_not_a_cut():
+    adapter = ChessAdapter()
+    adapter.decode(reply(chess.Board()), reset=True)
+    result = reply(chess.Board(), done=True)
+    result.metadata = {"end_reason": "resignation"}
+    transition = adapter.decode(result, reset=False)
+    assert transition.terminated and not transition.truncated

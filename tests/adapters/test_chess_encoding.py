@@ -100,7 +100,8 @@ def test_board_planes_match_python_chess(board):
     assert planes[13].all() == board.has_queenside_castling_rights(mover)
     assert planes[14].all() == board.has_kingside_castling_rights(not mover)
     assert planes[15].all() == board.has_queenside_castling_rights(not mover)
-    assert planes[16].sum() == (1 if board.ep_square is not None else 0)
+    # python-chess writes an en passant square into the FEN only when the capture is legal.
+    assert planes[16].sum() == (1 if board.has_legal_en_passant() else 0)
     assert planes[17].all() == (mover == chess.WHITE)
     assert planes[18, 0, 0] == pytest.approx(min(board.halfmove_clock, 100) / 100)
 
@@ -117,4 +118,9 @@ def test_en_passant_square_is_in_the_movers_frame():
     for uci in ("e2e4", "a7a6", "e4e5", "d7d5"):
         board.push_uci(uci)
     planes = board_planes(board.fen())  # white to move, target d6
-    assert planes[16, 5, 3] == 1.0
+    assert planes[16, 5, 3] == 1.0 and planes[16].sum() == 1
+    board = chess.Board()
+    for uci in ("a2a3", "e7e5", "a3a4", "e5e4", "d2d4"):
+        board.push_uci(uci)
+    planes = board_planes(board.fen())  # black to move, target d3: rank 6 from black's side
+    assert planes[16, 5, 3] == 1.0 and planes[16].sum() == 1

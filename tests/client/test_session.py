@@ -21,7 +21,7 @@ from openenv_lab.client import (
     Timeouts,
 )
 from openenv_lab.launch import EmbeddedServer
-from tests.peers.raw_servers import LegacyServer, NotOpenEnvServer, SilentServer
+from tests.peers.raw_servers import GarbageServer, LegacyServer, NotOpenEnvServer, SilentServer
 
 
 def free_port() -> int:
@@ -170,3 +170,39 @@ def test_client_against_no_server():
             client.health()
         with pytest.raises(ConnectError, match=r"did not become healthy within 0\.3 s"):
             client.wait_until_healthy(0.3)
+
+
+def test_a_garbled_first_reply_closes_the_connection_at_once():
+    with GarbageServer() as server:
+        with pytest.raises(ProtocolError, match="not JSON"):
+            Session(server.url)
+        # The client hung up even though the exception (and its traceback) may live on.
+        assert server.closed.wait(5)
+
+
+@pytest.mark.parametrize(
+    ("status", "advice"), [(401, "Authorization"), (403, "credentials"), (503, "still starting")]
+)
+def test_refusals_of_the_upgrade_say_what_to_do(status, advice):
+    with NotOpenEnvServer(status) as server, pytest.raises(ConnectError, match=advice):
+        Session(server.url)
+
+
+def test_numpy_values_in_requests_are_plain_json(official_counter):
+    import numpy as np
+
+    with Session(official_counter) as session:
+        assert session.reset(start=np.int64(3)).observation["value"] == 3
+        assert session.step({"delta": np.int32(2)}).observation["value"] == 5
+
+
+@pytest.mark.timeout(20)
+def test_waiting_for_health_keeps_to_its_own_deadline():
+    # A socket that accepts but never answers: each /health attempt must give up when the wait does.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        client = Client(f"http://127.0.0.1:{listener.getsockname()[1]}", timeouts=Timeouts(request=60))
+        with pytest.raises(ConnectError, match="did not become healthy"):
+            client.wait_until_healthy(0.5)
+        client.close()

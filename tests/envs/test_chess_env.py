@@ -12,7 +12,6 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import openenv_lab
-from openenv_lab.adapters.chess import TERMINAL_REASONS
 from openenv_lab.client import Session
 
 
@@ -172,6 +171,40 @@ def test_options_unknown_to_the_server_are_reported(chess_url):
     env.close()
 
 
+def official_end_reason(env: gym.Env, max_moves: int) -> str:
+    """Why the official server ended the game, worked out by python-chess from its move history."""
+    state = env.unwrapped.session.state()
+    board = chess.Board()
+    for move in state["move_history"]:
+        board.push_uci(move)
+    assert board.fen() == state["fen"]
+    for reason, ended in (
+        ("checkmate", board.is_checkmate()),
+        ("stalemate", board.is_stalemate()),
+        ("insufficient_material", board.is_insufficient_material()),
+        ("fifty_moves", board.is_fifty_moves()),
+        ("threefold_repetition", board.is_repetition(3)),
+    ):
+        if ended:
+            return reason
+    assert len(state["move_history"]) >= max_moves
+    return "move_limit"
+
+
+def test_move_limit_on_an_official_style_server_is_a_truncation(official_chess_short):
+    env = gym.make("openenv/chess", base_url=official_chess_short)
+    reasons = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the server does not confirm seeds
+        for seed in range(4):
+            _total, terminated, truncated, info, _ = play(env, seed=seed)
+            assert info["end_reason"] == official_end_reason(env, max_moves=16)
+            assert truncated == (info["end_reason"] == "move_limit") != terminated
+            reasons.add(info["end_reason"])
+    assert "move_limit" in reasons
+    env.close()
+
+
 def test_against_an_official_style_server(official_chess):
     """Seeds ignored (warned once), no end reason or illegal-move flag in metadata: inferred instead."""
     env = gym.make("openenv/chess", base_url=official_chess)
@@ -183,7 +216,8 @@ def test_against_an_official_style_server(official_chess):
     illegal = int(np.flatnonzero(obs["action_mask"] == 0)[0])
     _, reward, *_, info = env.step(illegal)
     assert reward == pytest.approx(-0.1) and info["illegal_move"] is True
-    _total, terminated, truncated, info, _ = play(env, seed=1)
-    assert terminated == (info["end_reason"] in TERMINAL_REASONS)
-    assert truncated == (info["end_reason"] == "move_limit")
+    for seed in range(3):
+        _total, terminated, truncated, info, _ = play(env, seed=seed)
+        assert info["end_reason"] == official_end_reason(env, max_moves=500)
+        assert terminated == (info["end_reason"] != "move_limit") != truncated
     env.close()

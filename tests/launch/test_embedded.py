@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import gymnasium as gym
 import pytest
@@ -13,7 +15,7 @@ import pytest
 import openenv_lab
 from openenv_lab.client import CapacityError, Client, LaunchError, Session
 from openenv_lab.launch import EmbeddedServer, RemoteServer
-from tests.helpers import wait_for
+from tests.helpers import read_line, wait_for
 
 
 def alive(pid: int) -> bool:
@@ -68,8 +70,7 @@ def test_the_server_stops_when_the_python_process_exits():
 def test_the_server_stops_when_the_python_process_is_killed():
     """No exit handlers run on SIGKILL: the server notices its stdin closing and exits by itself."""
     process = subprocess.Popen([sys.executable, "-c", SCRIPT, "hang"], stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    pid = int(process.stdout.readline())
+    pid = int(read_line(process, timeout=120))
     assert alive(pid)
     process.send_signal(signal.SIGKILL)
     process.wait()
@@ -100,3 +101,46 @@ def test_remote_server_is_only_a_url():
     remote = RemoteServer("127.0.0.1:9/")
     assert remote.start() == "http://127.0.0.1:9"
     remote.stop()
+
+
+def test_an_interrupted_start_leaves_nothing_running():
+    """Ctrl+C while the server starts (a KeyboardInterrupt in the main thread) must stop the child."""
+    server = EmbeddedServer("chess")
+    children: list[int] = []
+    real_popen = subprocess.Popen
+
+    def remember(*args, **kwargs):
+        process = real_popen(*args, **kwargs)
+        children.append(process.pid)
+        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        return process
+
+    subprocess.Popen = remember
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.start()
+    finally:
+        subprocess.Popen = real_popen
+    assert children and wait_for(lambda: not alive(children[0]))
+
+
+RESTART_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, gymnasium as gym, openenv_lab
+    env = gym.make("openenv/chess")
+    env.reset(seed=0)
+    os.kill(env.unwrapped.launcher._process.pid, signal.SIGKILL)
+    try:
+        env.step(env.unwrapped.adapter.move_to_action(env.unwrapped.adapter._legal_list[0]))
+    except openenv_lab.SessionClosed:
+        print("lost")
+    obs, info = env.reset(seed=1)  # restarts the embedded server
+    print(int(obs["action_mask"].sum()))
+    """
+)
+
+
+def test_reset_after_the_embedded_server_died_starts_a_new_one():
+    out = subprocess.run([sys.executable, "-c", RESTART_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["lost", "20"]

@@ -10,7 +10,8 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
 - ``officialchess``: behaves like the official ``chess_env`` as documented (ignores ``seed``, random colour,
-  random opponent, -0.1 for illegal moves without saying so, no end reason, steps after the end allowed).
+  random opponent, -0.1 for illegal moves without saying so, no end reason, steps after the end allowed);
+  ``OFFICIAL_CHESS_MAX_MOVES`` sets its move limit (500 half-moves, both sides, by default).
 """
 
 from __future__ import annotations
@@ -160,14 +161,21 @@ class OfficialChessObservation(Observation):
     result: str | None = None
 
 
+class OfficialChessState(State):
+    fen: str = ""
+    move_history: list[str] = Field(default_factory=list)
+
+
 class OfficialStyleChess(Environment):
-    """What the official chess_env does, per its documentation (not its code)."""
+    """What the official chess_env does, per its documentation (not its code): its end-of-game checks
+    (mate, stalemate, insufficient material, fifty moves, the current position seen three times, the
+    move limit counting both sides), -0.1 for illegal moves, and nothing in metadata about why."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, max_moves: int = 500) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.max_moves = max_moves
+        self.max_moves = int(os.environ.get("OFFICIAL_CHESS_MAX_MOVES", "500"))
         self.reset()
 
     def reset(self, fen: str | None = None) -> OfficialChessObservation:
@@ -175,8 +183,8 @@ class OfficialStyleChess(Environment):
         self._rng = random.Random()
         self._agent = chess.WHITE if hash(uuid.uuid4()) % 2 == 0 else chess.BLACK
         self._plies = 0
-        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
-        if self._board.turn != self._agent and not self._board.is_game_over():
+        self._state = OfficialChessState(episode_id=str(uuid.uuid4()), step_count=0)
+        if self._board.turn != self._agent and not self._over():
             self._push(self._rng.choice(list(self._board.legal_moves)))
         return self._observe(0.0)
 
@@ -184,6 +192,8 @@ class OfficialStyleChess(Environment):
         self._board.push(move)
         self._plies += 1
         self._state.step_count += 1
+        self._state.move_history.append(move.uci())
+        self._state.fen = self._board.fen()
 
     def step(self, action: OfficialChessAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
         try:
@@ -198,13 +208,20 @@ class OfficialStyleChess(Environment):
         return self._observe(self._reward())
 
     def _over(self) -> bool:
-        return self._board.is_game_over(claim_draw=True) or self._plies >= self.max_moves
+        board = self._board
+        return (
+            board.is_checkmate()
+            or board.is_stalemate()
+            or board.is_insufficient_material()
+            or board.is_fifty_moves()
+            or board.is_repetition(3)
+            or self._plies >= self.max_moves
+        )
 
     def _reward(self) -> float:
-        outcome = self._board.outcome(claim_draw=True)
-        if outcome is None or outcome.winner is None:
+        if not self._board.is_checkmate():
             return 0.0
-        return 1.0 if outcome.winner == self._agent else -1.0
+        return -1.0 if self._board.turn == self._agent else 1.0
 
     def _observe(self, reward: float) -> OfficialChessObservation:
         done = self._over()
@@ -212,14 +229,14 @@ class OfficialStyleChess(Environment):
             fen=self._board.fen(),
             legal_moves=[m.uci() for m in self._board.legal_moves],
             is_check=self._board.is_check(),
-            result=self._board.result(claim_draw=True) if done else None,
+            result=(self._board.result() if self._board.is_checkmate() else "1/2-1/2") if done else None,
             done=done,
             reward=reward,
             metadata={"fullmove_number": self._board.fullmove_number},
         )
 
     @property
-    def state(self) -> State:
+    def state(self) -> OfficialChessState:
         return self._state
 
 

@@ -3,7 +3,8 @@
 - `LegacyServer` speaks the OpenEnv 0.3.x WebSocket protocol: no ``metadata`` anywhere, and rewards as
   ints, bools and ``null``, as older servers and Spaces still do.
 - `SilentServer` accepts the WebSocket upgrade and then never answers (a hung environment).
-- `NotOpenEnvServer` is a plain HTTP server answering 404 to everything (a wrong URL or port).
+- `GarbageServer` answers with text that is not JSON (a confused proxy, a wrong protocol).
+- `NotOpenEnvServer` is a plain HTTP server answering 404 (or another status) to everything.
 
 Each runs in a daemon thread of the test process and is a real server: the client under test opens
 real TCP connections to it.
@@ -87,15 +88,37 @@ class SilentServer(_ThreadedWebSocketServer):
                 first = False
 
 
+class GarbageServer(_ThreadedWebSocketServer):
+    """Accepts the WebSocket, answers the first request with text that is not JSON, and records when
+    the client hangs up (``closed`` is set)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = threading.Event()
+
+    async def handler(self, ws: Any) -> None:
+        try:
+            await ws.recv()
+            await ws.send("this is not json")
+            await ws.wait_closed()
+        finally:
+            self.closed.set()
+
+
 class NotOpenEnvServer:
-    """A plain HTTP server that answers 404 to every request."""
+    """A plain HTTP server that answers every request with one status (404 by default)."""
+
+    def __init__(self, status: int = 404) -> None:
+        self.status = status
 
     def __enter__(self) -> NotOpenEnvServer:
+        status = self.status
+
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
-                self.send_error(404)
+                self.send_error(status)
 
             def log_message(self, *args: Any) -> None:
                 pass

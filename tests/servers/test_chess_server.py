@@ -181,3 +181,34 @@ def test_stockfish_opponent_plays_and_is_closed():
     assert chess.Board(obs.fen).is_valid()
     env.close()
     assert env._opponent is None
+
+
+def test_minimax_finds_a_move_when_every_move_loses():
+    # Black's only moves all allow mate: deep searches must still answer with a legal move.
+    board = chess.Board("k7/8/1K6/8/8/8/8/7R b - - 0 1")
+    for depth in (1, 2, 3, 4):
+        assert board.is_legal(make_opponent("minimax", depth=depth).choose(board, random.Random(0)))
+
+
+def test_a_failing_opponent_takes_the_agents_move_back():
+    class Broken:
+        name = "broken"
+
+        def choose(self, board, rng):
+            raise RuntimeError("engine crashed")
+
+        def close(self):
+            pass
+
+    env = ChessEnvironment()
+    before = env.reset(seed=0, agent_color="white")
+    env._opponent = Broken()
+    with pytest.raises(RuntimeError, match="engine crashed"):
+        env.step(ChessAction(move="e2e4"))
+    assert env.state.fen == before.fen and env.state.move_history == [] and env.state.step_count == 0
+    assert env._board.turn == chess.WHITE  # still the agent's move, on the agent's pieces
+
+
+def test_search_depth_is_capped():
+    with pytest.raises(ValueError, match="at most 4"):
+        ChessEnvironment().reset(opponent="minimax", opponent_depth=9)

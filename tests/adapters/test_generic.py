@@ -1,0 +1,122 @@
+"""Schema inference of the generic adapter on JSON Schemas made by pydantic, as OpenEnv servers make them."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from pydantic import BaseModel, Field
+
+from openenv_lab.adapters.generic import GenericAdapter, JSONText, UnicodeText
+from openenv_lab.client import StepResult
+
+
+def adapter_for(
+    action: type[BaseModel], observation: type[BaseModel], first: dict, **options
+) -> GenericAdapter:
+    adapter = GenericAdapter(**options)
+    adapter.schema = {"action": action.model_json_schema(), "observation": observation.model_json_schema()}
+    adapter._build_action_space(adapter.schema["action"])
+    adapter.probe(StepResult(first, 0.0, False, {}))
+    return adapter
+
+
+class Empty(BaseModel):
+    pass
+
+
+def test_mcp_tool_calls_send_their_constant_and_can_include_arguments():
+    from openenv_lab.servers._app import import_openenv_server
+
+    mcp = import_openenv_server().CallToolAction  # the official MCP action model
+    default = adapter_for(mcp, Empty, {})
+    assert isinstance(default.action_space, UnicodeText)  # only the required tool_name
+    assert default.encode_action("echo_message") == {"type": "call_tool", "tool_name": "echo_message"}
+
+    chosen = adapter_for(mcp, Empty, {}, action_fields=["tool_name", "arguments"])
+    assert isinstance(chosen.action_space["arguments"], JSONText)
+    payload = chosen.encode_action({"tool_name": "echo_message", "arguments": '{"message": "hi"}'})
+    assert payload == {"type": "call_tool", "tool_name": "echo_message", "arguments": {"message": "hi"}}
+    mcp.model_validate(payload)  # the server's own model accepts it
+    sample = chosen.action_space.sample()
+    mcp.model_validate(chosen.encode_action(sample))  # and random actions are valid too
+
+    with pytest.raises(ValueError, match="not in the action schema"):
+        adapter_for(mcp, Empty, {}, action_fields=["tool"])
+
+
+class Node(BaseModel):
+    value: int = 0
+    children: list[Node] = Field(default_factory=list)
+    parent: Optional[Node] = None  # noqa: UP045 - the Optional form pydantic users write
+
+
+class Tree(BaseModel):
+    root: Node
+
+
+class Move(BaseModel):
+    steps: int
+
+
+def test_recursive_models_do_not_recurse_forever():
+    adapter = adapter_for(Move, Tree, {"root": {"value": 1, "children": [{"value": 2, "children": []}]}})
+    root = adapter.observation_space["root"]
+    assert isinstance(root["children"], spaces.Sequence)
+    assert isinstance(root["children"].feature_space, JSONText)  # a Node inside a Node: JSON text
+    observation = adapter.decode(
+        StepResult({"root": {"value": 1, "children": []}}, 0.0, False, {}), reset=True
+    )
+    assert observation.observation in adapter.observation_space
+
+
+class Bounded(BaseModel):
+    level: int = Field(..., gt=0, lt=5)
+    share: float = Field(..., gt=0.0, lt=1.0)
+
+
+def test_exclusive_bounds_are_exclusive():
+    adapter = adapter_for(Bounded, Empty, {})
+    assert adapter.action_space["level"] == spaces.Discrete(4, start=1)
+    share = adapter.action_space["share"]
+    assert 0.0 < share.low <= share.high < 1.0
+    for _ in range(50):
+        Bounded.model_validate(adapter.encode_action(adapter.action_space.sample()))
+
+
+class Lists(BaseModel):
+    prices: list[float] = Field(default_factory=list)
+    ragged: list[list[int]] = Field(default_factory=list)
+    note: Optional[str] = Field(default=None, min_length=3)  # noqa: UP045
+
+
+def test_empty_first_lists_become_sequences_and_ragged_ones_json():
+    adapter = adapter_for(Move, Lists, {"prices": [], "ragged": [[1], [2, 3]], "note": None})
+    assert isinstance(adapter.observation_space["prices"], spaces.Sequence)
+    assert isinstance(adapter.observation_space["ragged"], JSONText)
+    later = adapter.decode(
+        StepResult({"prices": [1.5, 2.5], "ragged": [[1, 2]], "note": None}, 0.0, False, {}), reset=False
+    )
+    assert later.observation in adapter.observation_space
+    np.testing.assert_array_equal(later.observation["prices"], [1.5, 2.5])
+    assert json.loads(later.observation["ragged"]) == [[1, 2]]
+    assert later.observation["note"] == ""  # null, and the nullable string's space accepts ""
+
+
+def test_a_numeric_list_that_changes_shape_is_a_clear_error():
+    adapter = adapter_for(Move, Lists, {"prices": [1.0, 2.0], "ragged": [], "note": "abc"})
+    from openenv_lab.client import ProtocolError
+
+    with pytest.raises(ProtocolError, match="changed shape"):
+        adapter.decode(
+            StepResult({"prices": [1.0], "ragged": [], "note": "abc"}, 0.0, False, {}), reset=False
+        )
+
+
+def test_json_text_samples_are_valid_json():
+    space = JSONText(sample_value={})
+    assert json.loads(space.sample()) == {}
+    assert "[1, 2]" in space and "{oops" not in space
