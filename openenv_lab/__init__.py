@@ -5,7 +5,7 @@ Importing the package registers the ``openenv/*`` gymnasium ids:
     >>> import gymnasium as gym
     >>> import openenv_lab
     >>> sorted(env_id for env_id in gym.registry if env_id.startswith("openenv/"))
-    ['openenv/atari', 'openenv/chess', 'openenv/remote']
+    ['openenv/atari', 'openenv/chess', 'openenv/finrl', 'openenv/remote']
 
 The layers, each knowing only the one below it (see ARCHITECTURE.md): `openenv_lab.client` (the wire),
 `openenv_lab.adapters` (JSON <-> spaces), `openenv_lab.envs` (gymnasium), `openenv_lab.launch` (where a

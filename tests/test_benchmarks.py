@@ -30,3 +30,23 @@ def test_step_latency_quick(tmp_path):
     assert report["step"]["raw websockets"]["vs_raw"] == 1.0
     assert report["cold_make_s"] > 0 and report["warm_make_median_ms"] > 0
     assert "x raw" in completed.stdout
+
+
+@pytest.mark.slow
+def test_env_throughput_quick(tmp_path):
+    out = tmp_path / "throughput.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "env_throughput.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(out.read_text())
+    assert set(report["atari_steps_per_s"]) == {
+        "in-process ALE/Pong-v5",
+        "openenv/atari, zlib frames",
+        "openenv/atari, raw frames",
+        "openenv/atari, JSON frames",
+    }
+    assert all(rate > 0 for rate in report["finrl_steps_per_s"].values())

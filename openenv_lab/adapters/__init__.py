@@ -7,11 +7,13 @@ subclass of `Adapter` and pass it to `openenv_lab.OpenEnvEnv` for a family we do
 from .atari import AtariAdapter
 from .base import Adapter, Transition
 from .chess import ChessAdapter
+from .finrl import FinRLAdapter
 from .generic import GenericAdapter, UnicodeText
 
 ADAPTERS: dict[str, type[Adapter]] = {
     "atari": AtariAdapter,
     "chess": ChessAdapter,
+    "finrl": FinRLAdapter,
     "remote": GenericAdapter,
 }
 

@@ -66,6 +66,10 @@ class Adapter(ABC):
 
     needs_probe: ClassVar[bool] = False
 
+    def server_options(self) -> dict[str, Any]:
+        """Options for the bundled server this adapter starts when no ``base_url`` is given."""
+        return {}
+
     def np_random(self, seed: int) -> np.random.Generator | None:
         """The env's generator after ``reset(seed=seed)``, when the family derives it its own way."""
         return None

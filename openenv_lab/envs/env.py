@@ -207,11 +207,17 @@ def _make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any
 
 
 def _make_launcher(adapter: Adapter, base_url: str | None) -> Launcher:
+    options = adapter.server_options()
     if base_url is not None:
+        if options:
+            raise ValueError(
+                f"{sorted(options)} configure the embedded server, but base_url={base_url!r} names a running "
+                "one with its own settings: drop one or the other"
+            )
         return RemoteServer(base_url)
     if adapter.server_name is None:
         raise ValueError(
             f"{type(adapter).__name__} has no bundled server to start: pass base_url='http://host:port' "
             "of a running OpenEnv server"
         )
-    return shared_embedded_server(adapter.server_name)
+    return shared_embedded_server(adapter.server_name, **options)

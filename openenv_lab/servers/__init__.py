@@ -8,7 +8,7 @@ built, normally in a server process of its own (`openenv_lab.launch.EmbeddedServ
 Example:
     >>> from openenv_lab.servers import BUNDLED_SERVERS
     >>> sorted(BUNDLED_SERVERS)
-    ['atari', 'chess']
+    ['atari', 'chess', 'finrl']
     >>> [option.name for option in BUNDLED_SERVERS["chess"].options]
     ['opponent', 'agent_color', 'opponent_depth', 'max_moves']
 """
@@ -19,6 +19,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..market.data import DEFAULT_INDICATORS
 from .chess_opponents import OPPONENTS
 
 __all__ = ["BUNDLED_SERVERS", "BundledServer", "ServerOption", "get_bundled_server"]
@@ -95,6 +96,26 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
             ),
         ),
         default_max_sessions=16,
+    ),
+    "finrl": BundledServer(
+        name="finrl",
+        summary="FinRL-style stock trading on a CSV/Parquet or synthetic market (official finrl_env schema).",
+        app_factory="openenv_lab.servers.finrl:make_app",
+        options=(
+            ServerOption("data", str, "synthetic", "FinRL long-format CSV or Parquet file, or 'synthetic'"),
+            ServerOption(
+                "trade_start", str, "2021-01-01", "first day of the 'trade' split (earlier: 'train')"
+            ),
+            ServerOption(
+                "indicators", str, ",".join(DEFAULT_INDICATORS), "stockstats indicators, comma-separated"
+            ),
+            ServerOption("initial_amount", float, 1_000_000.0, "cash at the start of each episode"),
+            ServerOption("hmax", int, 100, "shares traded by an action of 1.0"),
+            ServerOption("buy_cost_pct", float, 0.001, "transaction cost of buying, as a fraction"),
+            ServerOption("sell_cost_pct", float, 0.001, "transaction cost of selling, as a fraction"),
+            ServerOption("reward_scaling", float, 1e-4, "reward = change in total assets x this"),
+            ServerOption("turbulence_threshold", float, None, "sell everything on days this turbulent"),
+        ),
     ),
 }
 

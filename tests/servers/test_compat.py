@@ -122,3 +122,28 @@ def test_atari_schema_keeps_the_official_fields(atari_url):
         "episode_frame_number",
         "frame_number",
     } <= set(schema["observation"]["properties"])
+
+
+@pytest.fixture(scope="module")
+def finrl_url():
+    from openenv_lab.launch import EmbeddedServer
+
+    with EmbeddedServer("finrl") as server:
+        yield server.base_url
+
+
+def test_official_generic_client_trades_on_our_finrl_server(finrl_url):
+    import_openenv_server()
+    from openenv.core import GenericEnvClient
+
+    with Client(finrl_url) as http:
+        config = http.get("/config")
+    assert {"stock_dim", "initial_amount", "action_space", "state_space", "tech_indicators"} <= set(config)
+    with GenericEnvClient(base_url=finrl_url).sync() as client:
+        result = client.reset()
+        assert len(result.observation["state"]) == config["state_space"]
+        result = client.step({"actions": [0.5] * config["stock_dim"]})
+        observation = result.observation
+        assert set(observation) >= {"state", "portfolio_value", "date"}
+        assert observation["state"][1 + config["stock_dim"]] == 50  # 0.5 * hmax shares of the first ticker
+        assert result.done is False

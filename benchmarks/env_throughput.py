@@ -1,0 +1,146 @@
+"""Steps per second of ``openenv/atari`` and ``openenv/finrl`` against the same environments in process.
+
+Atari: Pong with frameskip 4 and no sticky actions, driven with the same actions through
+``gym.make("openenv/atari")`` (zlib frames, raw frames, the official JSON list) and through ale-py's own
+``gym.make("ALE/Pong-v5")`` in this process. FinRL: random actions on the synthetic market through
+``gym.make("openenv/finrl")``, against the trading simulator called directly, and against our OpenEnv
+environment class called in process (the server's work without the network). One run, interleaved.
+
+    python benchmarks/env_throughput.py            # about a minute
+    python benchmarks/env_throughput.py --quick    # a few seconds, for smoke tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+
+gym.register_envs(ale_py)
+
+
+def steps_per_second(step: Callable[[int], Any], steps: int) -> float:
+    start = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    return steps / (time.perf_counter() - start)
+
+
+def gym_stepper(env: gym.Env, actions: np.ndarray) -> Callable[[int], Any]:
+    def step(i: int) -> None:
+        _, _, terminated, truncated, _ = env.step(actions[i % len(actions)])
+        if terminated or truncated:
+            env.reset()
+
+    return step
+
+
+def atari(steps: int, rounds: int) -> dict[str, float]:
+    actions = np.random.default_rng(0).integers(0, 6, 1000)
+    envs = {
+        "in-process ALE/Pong-v5": gym.make("ALE/Pong-v5", repeat_action_probability=0.0),
+        "openenv/atari, zlib frames": gym.make("openenv/atari", game="pong"),
+        "openenv/atari, raw frames": gym.make("openenv/atari", game="pong", frame_encoding="raw"),
+        "openenv/atari, JSON frames": gym.make("openenv/atari", game="pong", frame_encoding="json"),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in envs}
+    for env in envs.values():
+        env.reset(seed=0)
+    for _ in range(rounds):
+        for name, env in envs.items():
+            # JSON frames are ~50x slower: fewer steps keep the run short without changing the rate.
+            count = max(20, steps // 20) if "JSON" in name else steps
+            rates[name].append(steps_per_second(gym_stepper(env, actions), count))
+    for env in envs.values():
+        env.close()
+    return {name: float(np.median(values)) for name, values in rates.items()}
+
+
+def finrl(steps: int, rounds: int) -> dict[str, float]:
+    from openenv_lab.market.trading import StockTradingSimulator
+    from openenv_lab.servers.finrl import FinRLAction, FinRLEnvironment, load_market
+
+    actions = np.random.default_rng(0).uniform(-1, 1, (1000, 5)).astype(np.float32)
+    env = gym.make("openenv/finrl")
+    market = load_market()
+    simulator = StockTradingSimulator(market.splits["train"], market.config)
+    environment = FinRLEnvironment(market)
+
+    def simulate(i: int) -> None:
+        if simulator.step(actions[i % len(actions)])[2]:
+            simulator.reset()
+
+    def environment_step(i: int) -> None:
+        if environment.step(FinRLAction(actions=actions[i % len(actions)].tolist())).done:
+            environment.reset()
+
+    runners = {
+        "in-process simulator": simulate,
+        "in-process OpenEnv environment class": environment_step,
+        "openenv/finrl (gym.make)": gym_stepper(env, actions),
+    }
+    env.reset(seed=0)
+    simulator.reset()
+    environment.reset()
+    rates: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, runner in runners.items():
+            rates[name].append(steps_per_second(runner, steps))
+    env.close()
+    return {name: float(np.median(values)) for name, values in rates.items()}
+
+
+def table(title: str, rates: dict[str, float], reference: str) -> None:
+    print(f"\n{title}")
+    print(f"{'':<40}{'steps/s':>10}{'x ' + reference:>28}")
+    for name, rate in rates.items():
+        print(f"{name:<40}{rate:>10.0f}{rate / rates[reference]:>28.2f}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.rounds = 60, 1
+
+    import openenv_lab
+    from openenv_lab.launch import stop_embedded_servers
+
+    atari_rates = atari(args.steps, args.rounds)
+    finrl_rates = finrl(args.steps, args.rounds)
+    stop_embedded_servers()
+    report = {
+        "benchmark": "env_throughput",
+        "openenv_lab": openenv_lab.__version__,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "atari_steps_per_s": atari_rates,
+        "finrl_steps_per_s": finrl_rates,
+    }
+    print(
+        f"openenv_lab {report['openenv_lab']}, Python {report['python']}, {report['machine']}; one env each"
+    )
+    table("Atari (Pong, frameskip 4)", atari_rates, "in-process ALE/Pong-v5")
+    table("FinRL (5 tickers, synthetic market)", finrl_rates, "in-process simulator")
+    ratio = finrl_rates["openenv/finrl (gym.make)"] / finrl_rates["in-process OpenEnv environment class"]
+    print(f"{'openenv/finrl vs the in-process environment class':<68}{ratio:.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2)
+    return report
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

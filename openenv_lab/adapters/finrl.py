@@ -1,0 +1,188 @@
+"""The FinRL adapter: the state vector as a ``Box``, one action per ticker, over any OpenEnv FinRL server.
+
+Spaces (sized from the server's ``GET /config``): observation ``Box(-inf, inf, (1 + 2N + K*N,), float32)``,
+action ``Box(-1, 1, (N,), float32)`` with N tickers and K indicators. ``env.unwrapped.layout`` names the
+slices of the observation::
+
+    >>> layout = env.unwrapped.layout                         # doctest: +SKIP
+    >>> obs[layout["cash"]], obs[layout["close"]], obs[layout["rsi_30"]]     # doctest: +SKIP
+
+and ``env.unwrapped.tickers`` the tickers, in column order.
+
+Episode endings: the end of the data is a truncation (the market goes on); a ruined account (our server's
+``end_reason="ruined"``, or a portfolio worth nothing on servers that do not say) is a termination.
+
+Info: ``date``, ``portfolio_value``, ``cash``, ``holdings`` (shares per ticker), plus ``cost`` and
+``trades`` from our server, ``end_reason`` at the end, and the keys of `Adapter.base_info`.
+
+Options that describe the market (``data``, ``trade_start``, ``indicators`` and the trading parameters)
+configure the embedded server this adapter starts when no ``base_url`` is given; a remote server has its
+own market. Options that describe the episode (``split``, ``random_start``) are sent with every reset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+
+from ..client import Client, ProtocolError, StepResult
+from .base import Adapter, Transition
+
+__all__ = ["FinRLAdapter"]
+
+#: Options of the embedded server (the market); the rest go with each reset (the episode).
+SERVER_OPTIONS = (
+    "data",
+    "trade_start",
+    "indicators",
+    "initial_amount",
+    "hmax",
+    "buy_cost_pct",
+    "sell_cost_pct",
+    "reward_scaling",
+    "turbulence_threshold",
+)
+
+
+class FinRLAdapter(Adapter):
+    """Gymnasium spaces for OpenEnv FinRL servers.
+
+    Args:
+        split: ``"train"`` (default), ``"trade"`` or ``"all"``: the period each episode trades.
+        random_start: start each episode on a random day of the split (seeded by ``reset(seed=...)``).
+        data: a FinRL long-format CSV/Parquet file for the embedded server (default: the synthetic market).
+        trade_start: first day of the ``trade`` split (ISO date).
+        indicators: technical indicators (stockstats names; FinRL's eight by default).
+        initial_amount, hmax, buy_cost_pct, sell_cost_pct, reward_scaling, turbulence_threshold: the
+            trading rules of `openenv_lab.market.trading`.
+
+    Example:
+        >>> import gymnasium as gym, openenv_lab
+        >>> env = gym.make("openenv/finrl", split="trade")            # doctest: +SKIP
+        >>> env.observation_space.shape, env.action_space             # doctest: +SKIP
+        ((51,), Box(-1.0, 1.0, (5,), float32))
+    """
+
+    server_name: ClassVar[str | None] = "finrl"
+    render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
+    env_attributes: ClassVar[tuple[str, ...]] = ("layout", "tickers")
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        random_start: bool = False,
+        data: str | os.PathLike[str] | None = None,
+        trade_start: str | None = None,
+        indicators: Sequence[str] | None = None,
+        initial_amount: float | None = None,
+        hmax: int | None = None,
+        buy_cost_pct: float | None = None,
+        sell_cost_pct: float | None = None,
+        reward_scaling: float | None = None,
+        turbulence_threshold: float | None = None,
+    ) -> None:
+        self.episode_options = {"split": split, "random_start": random_start}
+        market = {
+            "data": os.path.abspath(data) if data is not None else None,
+            "trade_start": trade_start,
+            "indicators": ",".join(indicators) if indicators is not None else None,
+            "initial_amount": initial_amount,
+            "hmax": hmax,
+            "buy_cost_pct": buy_cost_pct,
+            "sell_cost_pct": sell_cost_pct,
+            "reward_scaling": reward_scaling,
+            "turbulence_threshold": turbulence_threshold,
+        }
+        self._server_options = {k: v for k, v in market.items() if v is not None}
+        self.config: dict[str, Any] = {}
+        self.layout: dict[str, slice] = {}
+        self.tickers: list[str] = []
+        self._last: StepResult | None = None
+
+    def server_options(self) -> dict[str, Any]:
+        return dict(self._server_options)
+
+    def connect(self, client: Client) -> None:
+        config = client.get("/config")
+        try:
+            stock_dim = int(config["stock_dim"])
+            indicators = list(config.get("tech_indicators") or [])
+            state_space = int(config.get("state_space", 1 + 2 * stock_dim + len(indicators) * stock_dim))
+        except (KeyError, TypeError, ValueError):
+            raise ProtocolError(
+                f"{client.base_url}/config does not describe a FinRL market (got {config!r})",
+                url=client.base_url,
+            ) from None
+        if state_space != 1 + 2 * stock_dim + len(indicators) * stock_dim:
+            raise ProtocolError(
+                f"{client.base_url}/config says state_space={state_space}, but {stock_dim} tickers and "
+                f"{len(indicators)} indicators make {1 + 2 * stock_dim + len(indicators) * stock_dim}"
+            )
+        self.config = config
+        self.tickers = list(config.get("tickers") or [f"stock_{i}" for i in range(stock_dim)])
+        n = stock_dim
+        self.layout = {"cash": slice(0, 1), "close": slice(1, 1 + n), "holdings": slice(1 + n, 1 + 2 * n)}
+        for k, name in enumerate(indicators):
+            self.layout[name] = slice(1 + 2 * n + k * n, 1 + 2 * n + (k + 1) * n)
+        self.observation_space = spaces.Box(-np.inf, np.inf, (state_space,), dtype=np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (stock_dim,), dtype=np.float32)
+
+    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        return super().reset_kwargs(seed, {**self.episode_options, **(options or {})})
+
+    def encode_action(self, action: Any) -> dict[str, Any]:
+        return {"actions": np.asarray(action, dtype=np.float64).tolist()}
+
+    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+        raw = result.observation
+        metadata = result.metadata
+        state = raw.get("state")
+        if not isinstance(state, list) or len(state) != self.observation_space.shape[0]:
+            raise ProtocolError(
+                f"A FinRL observation needs a 'state' of {self.observation_space.shape[0]} numbers; got "
+                f"{len(state) if isinstance(state, list) else type(state).__name__}"
+            )
+        self._last = result
+        observation = np.asarray(state, dtype=np.float32)
+        value = float(raw.get("portfolio_value", 0.0))
+        info = self.base_info(result)
+        info["date"] = raw.get("date", "")
+        info["portfolio_value"] = value
+        info["cash"] = float(metadata.get("cash", state[0]))
+        info["holdings"] = np.asarray(
+            metadata.get("holdings", state[self.layout["holdings"]]), dtype=np.int64
+        )
+        for key in ("cost", "trades"):
+            if key in metadata:
+                info[key] = metadata[key]
+        terminated = truncated = False
+        if result.done:
+            reason = metadata.get("end_reason") or ("ruined" if value <= 0 else "end_of_data")
+            info["end_reason"] = reason
+            terminated = reason == "ruined"
+            truncated = not terminated
+        reward = 0.0 if result.reward is None else result.reward
+        return Transition(observation, reward, terminated, truncated, info)
+
+    def render(self, mode: str) -> Any:
+        if mode != "ansi":
+            return super().render(mode)
+        if self._last is None:
+            return "(no observation yet)\n"
+        raw = self._last.observation
+        state = raw["state"]
+        holdings = state[self.layout["holdings"]]
+        closes = state[self.layout["close"]]
+        lines = [
+            f"{raw.get('date', '')}  portfolio {raw.get('portfolio_value', 0):,.2f}  cash {state[0]:,.2f}"
+        ]
+        lines += [
+            f"  {ticker:<8} {int(shares):>6} shares at {price:>10.2f}"
+            for ticker, shares, price in zip(self.tickers, holdings, closes, strict=True)
+        ]
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,132 @@
+"""``gym.make("openenv/finrl")``: the state vector, honest episode ends, custom data, SB3 training."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import polars as pl
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import openenv_lab
+from openenv_lab.market import synthetic_prices
+
+
+@pytest.fixture(scope="module")
+def finrl():
+    env = gym.make("openenv/finrl")
+    yield env
+    env.close()
+
+
+def test_spaces_and_layout(finrl):
+    layout = finrl.unwrapped.layout
+    assert finrl.observation_space.shape == (1 + 2 * 5 + 8 * 5,)
+    assert finrl.action_space == gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
+    assert list(layout)[:4] == ["cash", "close", "holdings", "macd"]
+    obs, info = finrl.reset(seed=0)
+    assert obs in finrl.observation_space
+    assert obs[layout["cash"]][0] == info["cash"] == info["portfolio_value"] == 1_000_000
+    assert (obs[layout["holdings"]] == 0).all() and info["holdings"].tolist() == [0] * 5
+    assert info["date"] == "2018-03-26"
+    assert len(finrl.unwrapped.tickers) == 5
+
+
+def test_an_episode_ends_in_truncation_at_the_end_of_the_data(finrl):
+    obs, info = finrl.reset(seed=0, options={"split": "trade"})
+    assert info["date"] == "2021-01-01"
+    steps, terminated, truncated = 0, False, False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, info = finrl.step(finrl.action_space.sample())
+        steps += 1
+    assert truncated and not terminated and info["end_reason"] == "end_of_data"
+    first, last, days = finrl.unwrapped.adapter.config["splits"]["trade"]
+    assert (first, last) == ("2021-01-01", info["date"])
+    assert steps == days - 1  # one step per trading day but the last
+    layout = finrl.unwrapped.layout
+    value = obs[layout["cash"]][0] + obs[layout["close"]] @ obs[layout["holdings"]]
+    assert value == pytest.approx(info["portfolio_value"], rel=1e-6)
+
+
+def test_random_starts_follow_the_seed(finrl):
+    starts = {finrl.reset(seed=s, options={"random_start": True})[1]["date"] for s in range(5)}
+    assert len(starts) > 1
+    first = finrl.reset(seed=3, options={"random_start": True})[1]["date"]
+    assert finrl.reset(seed=3, options={"random_start": True})[1]["date"] == first
+
+
+def test_check_env_passes(finrl):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(finrl.unwrapped, skip_render_check=True)
+    messages = [str(w.message) for w in caught if "infinity" not in str(w.message)]
+    assert messages == []  # only gymnasium's note that an unbounded Box is unbounded
+
+
+def test_wrong_action_length_is_refused_before_sending(finrl):
+    finrl.reset(seed=0)
+    sent = finrl.unwrapped.session.bytes_sent
+    with pytest.raises(ValueError, match="not in the action space"):
+        finrl.step(np.zeros(3, dtype=np.float32))
+    assert finrl.unwrapped.session.bytes_sent == sent
+
+
+def test_ansi_render(finrl):
+    env = gym.make("openenv/finrl", render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert "portfolio 1,000,000.00" in text and "ALFA" in text
+    env.close()
+
+
+def test_own_data_file_through_the_embedded_server(tmp_path):
+    path = tmp_path / "market.csv"
+    synthetic_prices(["AAA", "BBB"], days=200, seed=4).write_csv(path)
+    env = gym.make("openenv/finrl", data=str(path), trade_start="2018-08-01", indicators=["rsi_30", "macd"])
+    assert env.observation_space.shape == (1 + 2 * 2 + 2 * 2,)
+    assert env.unwrapped.tickers == ["AAA", "BBB"]
+    assert list(env.unwrapped.layout)[3:] == ["rsi_30", "macd"]
+    _, info = env.reset(seed=0, options={"split": "trade"})
+    assert info["date"] >= "2018-08-01"
+    env.close()
+
+
+def test_a_bad_data_file_fails_at_make_naming_the_problem(tmp_path):
+    path = tmp_path / "market.csv"
+    synthetic_prices(["AAA", "BBB"], days=200, seed=4).drop("volume").write_csv(path)
+    with pytest.raises(openenv_lab.LaunchError, match=r"lacks the column\(s\) \['volume'\]"):
+        gym.make("openenv/finrl", data=str(path))
+    with pytest.raises(openenv_lab.LaunchError, match="No market data file"):
+        gym.make("openenv/finrl", data=str(tmp_path / "missing.csv"))
+
+
+def test_market_options_and_a_remote_url_do_not_mix(finrl):
+    with pytest.raises(ValueError, match="configure the embedded server"):
+        gym.make("openenv/finrl", base_url=finrl.unwrapped.base_url, data="x.csv")
+
+
+def test_unknown_split_is_a_server_error(finrl):
+    with pytest.raises(openenv_lab.ServerError, match="split must be one of"):
+        finrl.reset(seed=0, options={"split": "validation"})
+
+
+@pytest.mark.slow
+def test_stable_baselines3_ppo_trains_on_it():
+    from stable_baselines3 import PPO
+
+    env = gym.make("openenv/finrl")
+    model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=256)
+    obs, _ = env.reset(seed=0, options={"split": "trade"})
+    action, _ = model.predict(obs, deterministic=True)
+    assert action.shape == (5,) and env.action_space.contains(action.astype(np.float32))
+    env.close()
+
+
+def test_the_polars_frame_is_available_for_analysis():
+    from openenv_lab.market import MarketData
+
+    market = MarketData.from_prices(synthetic_prices(tickers=2, days=120, seed=0))
+    assert isinstance(market.frame, pl.DataFrame) and "rsi_30" in market.frame.columns

@@ -1,0 +1,109 @@
+"""The market data pipeline: FinRL's long format in, checked, with indicators, split by date."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from openenv_lab.market import DEFAULT_INDICATORS, MarketData, MarketDataError, load_prices, synthetic_prices
+from openenv_lab.market.data import add_turbulence, indicator_window
+
+
+@pytest.fixture(scope="module")
+def prices() -> pl.DataFrame:
+    return synthetic_prices(tickers=3, days=300, seed=1)
+
+
+def test_synthetic_prices_are_seeded_and_well_formed(prices):
+    assert prices.equals(synthetic_prices(tickers=3, days=300, seed=1))
+    assert not prices.equals(synthetic_prices(tickers=3, days=300, seed=2))
+    assert prices.height == 900 and prices["tic"].n_unique() == 3
+    assert (prices["high"] >= prices[["open", "close"]].max_horizontal()).all()
+    assert (prices["low"] <= prices[["open", "close"]].min_horizontal()).all()
+    assert all(day.weekday() < 5 for day in prices["date"].unique())
+    returns = prices.pivot(on="tic", index="date", values="close").drop("date").to_numpy()
+    correlation = np.corrcoef(np.diff(np.log(returns), axis=0), rowvar=False)
+    assert (correlation[np.triu_indices(3, 1)] > 0.3).all()  # one market factor moves them together
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_files_round_trip(tmp_path, prices, suffix):
+    path = tmp_path / f"prices{suffix}"
+    prices.write_csv(path) if suffix == ".csv" else prices.write_parquet(path)
+    assert load_prices(path).equals(prices.sort("date", "tic"))
+
+
+def test_indicators_follow_stockstats_and_skip_the_warm_up(prices):
+    market = MarketData.from_prices(prices)
+    assert market.indicator_names == DEFAULT_INDICATORS
+    assert market.closes.shape == (300 - 60, 3)  # close_60_sma needs 60 days
+    assert market.indicators.shape == (240, 8, 3)
+    first = sorted(prices["date"].unique())[60]
+    assert market.dates[0] == first
+    # close_30_sma on the first kept day is the mean of the last 30 closes, for every ticker.
+    closes = prices.pivot(on="tic", index="date", values="close").sort("date").drop("date").to_numpy()
+    np.testing.assert_allclose(market.indicators[0, 6], closes[31:61].mean(axis=0))
+    assert np.isfinite(market.indicators).all()
+
+
+def test_indicator_windows():
+    assert indicator_window("rsi_30") == 30 and indicator_window("close_60_sma") == 60
+    assert indicator_window("macd") == 26 and indicator_window("boll_ub") == 20
+
+
+def test_turbulence_is_zero_until_a_year_of_history(prices):
+    frame = add_turbulence(prices, lookback=100)
+    by_day = frame.group_by("date").agg(pl.col("turbulence").first()).sort("date")["turbulence"].to_numpy()
+    assert (by_day[:100] == 0).all() and (by_day[100:] > 0).all()
+
+
+def test_splits_by_date(prices):
+    market = MarketData.from_prices(prices)
+    middle = market.dates[100]
+    before, after = market.between(None, str(market.dates[99])), market.between(middle, None)
+    assert len(before.dates) + len(after.dates) == len(market.dates)
+    np.testing.assert_array_equal(after.closes, market.closes[100:])
+    with pytest.raises(MarketDataError, match="Only 0 trading day"):
+        market.between("1999-01-01", "1999-12-31")
+
+
+def write(tmp_path, frame: pl.DataFrame) -> str:
+    path = tmp_path / "bad.csv"
+    frame.write_csv(path)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda f: f.drop("volume"), r"lacks the column\(s\) \['volume'\]"),
+        (
+            lambda f: f.with_columns(pl.col("close").cast(pl.Utf8).str.replace(r"^1", "x")),
+            "'close' is not numeric",
+        ),
+        (
+            lambda f: f.with_columns(
+                pl.when(pl.int_range(pl.len()) == 7).then(-1.0).otherwise(pl.col("low")).alias("low")
+            ),
+            "non-positive prices",
+        ),
+        (lambda f: f.filter(~((pl.col("tic") == "BRVO") & (pl.int_range(pl.len()) < 30))), "BRVO"),
+        (lambda f: pl.concat([f, f.head(1)]), "several rows"),
+        (lambda f: f.with_columns(pl.lit("soon").alias("date")), "dates like"),
+    ],
+)
+def test_bad_files_are_named_and_explained(tmp_path, prices, mutate, message):
+    with pytest.raises(MarketDataError, match=message):
+        load_prices(write(tmp_path, mutate(prices)))
+
+
+def test_too_few_days_for_the_indicators(prices):
+    short = prices.filter(pl.col("date") <= sorted(prices["date"].unique())[40])
+    with pytest.raises(MarketDataError, match=r"Too few days for the indicators.*60 days"):
+        MarketData.from_prices(short)
+
+
+def test_missing_file():
+    with pytest.raises(MarketDataError, match="No market data file"):
+        load_prices("/no/such/file.csv")
