@@ -1,4 +1,5 @@
-"""A thin, fast client for the OpenEnv protocol: `Session` (WebSocket episodes) and `Client` (HTTP info).
+"""A thin, fast client for the OpenEnv protocol: `Session` and `AsyncSession` (WebSocket episodes) and
+`Client` (HTTP info).
 
 This package never imports gymnasium or ``openenv``: it is the wire and nothing else. The gymnasium
 side lives in `openenv_lab.envs`, on top of it.
@@ -6,6 +7,7 @@ side lives in `openenv_lab.envs`, on top of it.
 
 from ._config import Keepalive, Timeouts
 from ._protocol import StepResult
+from .async_session import AsyncSession
 from .errors import (
     CapacityError,
     ConnectError,
@@ -21,6 +23,7 @@ from .http import Client
 from .session import Session
 
 __all__ = [
+    "AsyncSession",
     "CapacityError",
     "Client",
     "ConnectError",

@@ -12,7 +12,6 @@ dictionaries and raises the errors of `openenv_lab.client.errors`.
 from __future__ import annotations
 
 import contextlib
-import socket
 import weakref
 from typing import Any
 
@@ -74,37 +73,11 @@ class Session:
         try:
             self._ws = self._stack.enter_context(
                 connect(
-                    self.url,
-                    open_timeout=self.timeouts.connect,
-                    close_timeout=self.timeouts.close,
-                    ping_interval=keepalive.interval,
-                    ping_timeout=keepalive.timeout,
-                    max_size=MAX_FRAME_BYTES,
-                    compression=compression,
-                    additional_headers=headers,
-                    proxy=None if is_loopback(self.base_url) else True,
+                    self.url, **connect_options(self.base_url, self.timeouts, keepalive, headers, compression)
                 )
             )
-        except InvalidStatus as exc:
-            raise _refusal(exc.response.status_code, self.base_url, self.url) from None
-        except (InvalidHandshake, InvalidURI) as exc:
-            raise ProtocolError(
-                f"The WebSocket handshake with {self.url} failed ({exc}); is this an OpenEnv server?",
-                url=self.url,
-            ) from None
-        except TimeoutError:
-            raise ConnectError(
-                f"Could not connect to {self.url} within {self.timeouts.connect:g} s. Is the server "
-                "running and reachable? Raise Timeouts(connect=...) for slow starts.",
-                url=self.url,
-            ) from None
-        except (OSError, socket.gaierror) as exc:
-            raise ConnectError(
-                f"Could not connect to {self.url}: {exc.strerror or exc}. Is an OpenEnv server running "
-                "there? Start one with 'openenv-lab serve chess', or leave base_url unset to use the "
-                "embedded server.",
-                url=self.url,
-            ) from None
+        except Exception as exc:
+            raise connect_error(exc, self.base_url, self.url, self.timeouts) from None
         self._finalizer = weakref.finalize(self, self._stack.close)
         self.bytes_sent = 0
         self.bytes_received = 0
@@ -174,21 +147,9 @@ class Session:
             ws.send(frame)
         try:
             raw = ws.recv(timeout=self.timeouts.request)
-        except TimeoutError:
+        except (TimeoutError, ConnectionClosed) as exc:
             self._abandon()
-            raise Timeout(
-                f"{self.url} did not reply within {self.timeouts.request:g} s. The session was closed "
-                "(a late reply could not be told apart from the next one), so the episode is lost. "
-                "Raise Timeouts(request=...) if steps are legitimately slow.",
-                url=self.url,
-            ) from None
-        except ConnectionClosed as exc:
-            self._abandon()
-            raise SessionClosed(
-                f"The connection to {self.url} closed during the session ({_describe_close(exc)}): "
-                "the server stopped or dropped the session, and the episode in progress is lost.",
-                url=self.url,
-            ) from None
+            raise transport_error(exc, self.url, self.timeouts) from None
         self.bytes_sent += len(frame)
         self.bytes_received += len(raw)
         try:
@@ -203,6 +164,66 @@ class Session:
         if self._ws is not None:
             self._ws = None
             self._finalizer()
+
+
+def connect_options(
+    base_url: str,
+    timeouts: Timeouts,
+    keepalive: Keepalive,
+    headers: dict[str, str] | None,
+    compression: str | None,
+) -> dict[str, Any]:
+    """Keyword arguments of ``websockets``' ``connect`` (sync and asyncio alike) for a session."""
+    return {
+        "open_timeout": timeouts.connect,
+        "close_timeout": timeouts.close,
+        "ping_interval": keepalive.interval,
+        "ping_timeout": keepalive.timeout,
+        "max_size": MAX_FRAME_BYTES,
+        "compression": compression,
+        "additional_headers": headers,
+        "proxy": None if is_loopback(base_url) else True,
+    }
+
+
+def connect_error(exc: Exception, base_url: str, url: str, timeouts: Timeouts) -> Exception:
+    """The error to raise when opening the WebSocket failed with ``exc``."""
+    if isinstance(exc, InvalidStatus):
+        return _refusal(exc.response.status_code, base_url, url)
+    if isinstance(exc, (InvalidHandshake, InvalidURI)):
+        return ProtocolError(
+            f"The WebSocket handshake with {url} failed ({exc}); is this an OpenEnv server?", url=url
+        )
+    if isinstance(exc, TimeoutError):
+        return ConnectError(
+            f"Could not connect to {url} within {timeouts.connect:g} s. Is the server running and reachable? "
+            "Raise Timeouts(connect=...) for slow starts.",
+            url=url,
+        )
+    if isinstance(exc, OSError):
+        return ConnectError(
+            f"Could not connect to {url}: {exc.strerror or exc}. Is an OpenEnv server running there? Start "
+            "one with 'openenv-lab serve chess', or leave base_url unset to use the embedded server.",
+            url=url,
+        )
+    return exc
+
+
+def transport_error(exc: Exception, url: str, timeouts: Timeouts) -> OpenEnvError:
+    """The error for a request whose reply never came (a timeout, or the connection closing)."""
+    if isinstance(exc, TimeoutError):
+        return Timeout(
+            f"{url} did not reply within {timeouts.request:g} s. The session was closed (a late reply "
+            "could not be told apart from the next one), so the episode is lost. Raise "
+            "Timeouts(request=...) if steps are legitimately slow.",
+            url=url,
+        )
+    assert isinstance(exc, ConnectionClosed)
+    return SessionClosed(
+        f"The connection to {url} closed during the session ({_describe_close(exc)}): the server "
+        "stopped or dropped the session, and the episode in progress is lost.",
+        url=url,
+    )
 
 
 def _refusal(status: int, base_url: str, url: str) -> OpenEnvError:

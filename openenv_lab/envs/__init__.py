@@ -2,5 +2,6 @@
 
 from .env import OpenEnvEnv
 from .registration import ENV_IDS, register_envs
+from .vector import OpenEnvVectorEnv
 
-__all__ = ["ENV_IDS", "OpenEnvEnv", "register_envs"]
+__all__ = ["ENV_IDS", "OpenEnvEnv", "OpenEnvVectorEnv", "register_envs"]

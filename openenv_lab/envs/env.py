@@ -8,19 +8,16 @@ seeding, and a clear error instead of a silent new game when stepping a finished
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import gymnasium as gym
-from gymnasium.error import ResetNeeded
 
 from ..adapters import ADAPTERS, Adapter
 from ..client import Client, Keepalive, Session, SessionClosed, Timeouts
 from ..launch import Launcher, RemoteServer, shared_embedded_server
+from ._episode import Episode
 
 __all__ = ["OpenEnvEnv"]
-
-_SEED_UNCONFIRMED: set[str] = set()  # servers already warned about, so the warning shows once
 
 
 class OpenEnvEnv(gym.Env):
@@ -82,8 +79,8 @@ class OpenEnvEnv(gym.Env):
         self.render_mode = render_mode
         self.launcher = _make_launcher(self.adapter, base_url)
         self._session: Session | None = None
-        self._needs_reset = True
         self.base_url = self.launcher.start()
+        self.episode = Episode(self.adapter, self.base_url)
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         try:
             self.adapter.connect(self.client)
@@ -107,30 +104,13 @@ class OpenEnvEnv(gym.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         """Start an episode. ``options`` are extra reset arguments for the server (e.g. ``{"fen": ...}``)."""
-        super().reset(seed=seed)
-        if seed is not None:
-            generator = self.adapter.np_random(seed)
-            if generator is not None:
-                self._np_random = generator
-        elif self.adapter.derive_seeds:
-            seed = int(self.np_random.integers(2**31 - 1))
+        self.episode.np_random = self._np_random  # one generator, whether gymnasium or we made it
+        kwargs = self.episode.reset_request(seed, options)
+        self._np_random, self._np_random_seed = self.episode.np_random, self.episode.np_random_seed
         if self._session is None or self._session.closed:
             self._reconnect()  # the last session was lost; this is a new episode anyway
-        self._needs_reset = True
-        result = self._session.reset(**self.adapter.reset_kwargs(seed, options))
-        transition = self.adapter.decode(result, reset=True)
-        unconfirmed = seed is not None and result.metadata.get("seed") != seed
-        if unconfirmed and self.base_url not in _SEED_UNCONFIRMED:
-            _SEED_UNCONFIRMED.add(self.base_url)
-            warnings.warn(
-                f"The server at {self.base_url} did not confirm that it applied reset(seed={seed}) (our "
-                "servers echo the seed in the reset metadata; the official chess and Atari servers ignore "
-                "seeds). Its episodes may not be reproducible.",
-                stacklevel=2,
-            )
-        transition.info["seed"] = seed
-        self._needs_reset = transition.terminated or transition.truncated
-        return transition.observation, transition.info
+        assert self._session is not None
+        return self.episode.reset_result(self._session.reset(**kwargs))
 
     def _reconnect(self) -> None:
         """Open a new session, restarting an embedded server that died (it may come back on a new port)."""
@@ -139,29 +119,12 @@ class OpenEnvEnv(gym.Env):
             old = self.client
             self.client = Client(url, timeouts=old.timeouts, keepalive=old.keepalive, headers=old.headers)
             old.close()
-            self.base_url = url
+            self.base_url = self.episode.base_url = url
         self._session = self.client.session()
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        if self._needs_reset:
-            raise ResetNeeded(
-                "The episode is over (or has not started): call env.reset() before env.step(). "
-                "Stepping a finished episode would not start a new game."
-            )
-        if not self.action_space.contains(action):
-            raise ValueError(f"Action {action!r} is not in the action space {self.action_space}")
-        payload = self.adapter.encode_action(action)
-        result = self.session.step(payload)
-        transition = self.adapter.decode(result, reset=False)
-        if transition.terminated or transition.truncated:
-            self._needs_reset = True
-        return (
-            transition.observation,
-            transition.reward,
-            transition.terminated,
-            transition.truncated,
-            transition.info,
-        )
+        payload = self.episode.step_request(action)
+        return self.episode.step_result(self.session.step(payload))
 
     def render(self) -> Any:
         if self.render_mode is None:

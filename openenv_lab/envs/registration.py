@@ -1,8 +1,10 @@
 """The ``openenv/*`` environment ids, registered with gymnasium when ``openenv_lab`` is imported.
 
 Ids are unversioned (``openenv/chess``), as users write them, so ``gym.make`` resolves them with no
-version warning. Without importing the package first, ``gym.make("openenv_lab:openenv/chess")`` imports
-it and then makes the environment.
+version warning. ``gym.make_vec(id, num_envs=N)`` gives the native `OpenEnvVectorEnv` (one process, N
+concurrent sessions); ``vectorization_mode="sync"`` or ``"async"`` still give gymnasium's own.
+Without importing the package first, ``gym.make("openenv_lab:openenv/chess")`` imports it and then
+makes the environment.
 """
 
 from __future__ import annotations
@@ -28,5 +30,6 @@ def register_envs() -> None:
         gym.register(
             id=env_id,
             entry_point="openenv_lab.envs.env:OpenEnvEnv",
+            vector_entry_point="openenv_lab.envs.vector:OpenEnvVectorEnv",
             kwargs={"adapter": family},
         )

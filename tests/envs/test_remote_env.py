@@ -105,7 +105,7 @@ def test_remote_needs_a_url():
 
 
 def test_seed_warning_names_the_server_once(official_counter):
-    from openenv_lab.envs import env as env_module
+    from openenv_lab.envs import _episode as env_module
 
     env_module._SEED_UNCONFIRMED.discard(official_counter)
     env = gym.make("openenv/remote", base_url=official_counter)

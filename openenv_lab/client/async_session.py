@@ -1,0 +1,139 @@
+"""`AsyncSession`: the asyncio twin of `Session`, for driving many sessions at once from one event loop.
+
+Same protocol, same errors, same timeouts: only the I/O differs (``websockets.asyncio``). Vector
+environments run one event loop in a background thread and ``gather`` the steps of all their sessions,
+so N round trips overlap instead of adding up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from . import _protocol
+from ._config import Keepalive, Timeouts
+from ._protocol import StepResult
+from ._urls import http_url, ws_url
+from .errors import ServerError, SessionClosed
+from .session import connect_error, connect_options, transport_error
+
+__all__ = ["AsyncSession"]
+
+
+class AsyncSession:
+    """A live session with an OpenEnv server, for asyncio code. Open it with `AsyncSession.open`.
+
+    Example:
+        >>> import asyncio
+        >>> from openenv_lab.client import AsyncSession
+        >>> async def first_fen(url):
+        ...     async with await AsyncSession.open(url) as session:
+        ...         return (await session.reset(seed=0)).observation["fen"]
+        >>> asyncio.run(first_fen(url))                                 # doctest: +SKIP
+        'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1'
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeouts: Timeouts | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+        compression: str | None = None,
+    ) -> None:
+        self.base_url = http_url(base_url)
+        self.url = ws_url(self.base_url)
+        self.timeouts = timeouts or Timeouts()
+        self._options = connect_options(
+            self.base_url, self.timeouts, keepalive or Keepalive(), headers, compression
+        )
+        self._ws: ClientConnection | None = None
+        self.bytes_sent = 0
+        self.bytes_received = 0
+
+    @classmethod
+    async def open(cls, base_url: str, **options: Any) -> AsyncSession:
+        """Connect and ask for the state once, like `Session` (capacity and protocol errors surface here)."""
+        session = cls(base_url, **options)
+        try:
+            session._ws = await connect(session.url, **session._options)
+        except Exception as exc:
+            raise connect_error(exc, session.base_url, session.url, session.timeouts) from None
+        try:
+            await session.state()
+        except ServerError as exc:
+            if exc.code in _protocol.FATAL_CODES:
+                raise
+        except BaseException:
+            await session._abandon()
+            raise
+        return session
+
+    @property
+    def closed(self) -> bool:
+        return self._ws is None
+
+    async def reset(self, **kwargs: Any) -> StepResult:
+        data = await self._request(_protocol.reset_frame(kwargs), "observation")
+        return _protocol.parse_observation(data, url=self.url)
+
+    async def step(self, action: dict[str, Any]) -> StepResult:
+        data = await self._request(_protocol.step_frame(action), "observation")
+        return _protocol.parse_observation(data, url=self.url)
+
+    async def state(self) -> dict[str, Any]:
+        return await self._request(_protocol.state_frame(), "state")
+
+    async def close(self) -> None:
+        """End the session and free its slot on the server. Safe to call more than once."""
+        ws, self._ws = self._ws, None
+        if ws is None:
+            return
+        with contextlib.suppress(ConnectionClosed, OSError):
+            await ws.send(_protocol.close_frame())
+        with contextlib.suppress(Exception):
+            await ws.close()
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<AsyncSession {self.url} {'closed' if self.closed else 'open'}>"
+
+    async def _request(self, frame: str, expected: str) -> dict[str, Any]:
+        ws = self._ws
+        if ws is None:
+            raise SessionClosed(f"The session with {self.url} is closed; open a new one.", url=self.url)
+        with contextlib.suppress(ConnectionClosed):  # a queued frame may say why: read on
+            await ws.send(frame)
+        try:
+            raw = await asyncio.wait_for(ws.recv(), self.timeouts.request)
+        except (TimeoutError, asyncio.TimeoutError, ConnectionClosed) as exc:
+            await self._abandon()
+            failure = exc if isinstance(exc, ConnectionClosed) else TimeoutError()
+            raise transport_error(failure, self.url, self.timeouts) from None
+        except asyncio.CancelledError:
+            await self._abandon()  # the reply is still coming: this connection can no longer be trusted
+            raise
+        self.bytes_sent += len(frame)
+        self.bytes_received += len(raw)
+        try:
+            return _protocol.parse_reply(raw, expected=expected, url=self.url)
+        except ServerError as exc:
+            if exc.code in _protocol.FATAL_CODES:
+                await self._abandon()
+            raise
+
+    async def _abandon(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(), self.timeouts.close)

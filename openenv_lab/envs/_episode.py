@@ -1,0 +1,89 @@
+"""`Episode`: the gymnasium rules of one session, with no I/O (shared by the single and the vector env).
+
+It prepares each request (the reset's keyword arguments with the seed, the action's JSON after checking
+it) and interprets each reply (through the adapter), and it tracks what gymnasium users rely on: the
+generator behind seeds, whether the episode is over, and the warning for servers that ignore seeds.
+`OpenEnvEnv` sends its requests one at a time; `OpenEnvVectorEnv` sends those of all its episodes at once.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from gymnasium.error import ResetNeeded
+from gymnasium.utils import seeding
+
+from ..adapters import Adapter
+from ..client import StepResult
+
+__all__ = ["Episode"]
+
+_SEED_UNCONFIRMED: set[str] = set()  # servers already warned about, so the warning shows once
+
+
+class Episode:
+    """One session's episode state: seeds, the action check, and the end of the episode."""
+
+    def __init__(self, adapter: Adapter, base_url: str) -> None:
+        self.adapter = adapter
+        self.base_url = base_url
+        self.np_random: np.random.Generator | None = None
+        self.np_random_seed: int | None = None
+        self.seed: int | None = None
+        self.needs_reset = True
+
+    def reset_request(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
+        """The reset's keyword arguments; a missing seed is drawn from the episode's generator."""
+        if seed is not None:
+            self.np_random = self.adapter.np_random(seed)
+            if self.np_random is None:
+                self.np_random, _ = seeding.np_random(seed)
+            self.np_random_seed = seed
+        elif self.np_random is None:
+            self.np_random, self.np_random_seed = seeding.np_random()
+        if seed is None and self.adapter.derive_seeds:
+            seed = int(self.np_random.integers(2**31 - 1))
+        self.seed = seed
+        self.needs_reset = True
+        return self.adapter.reset_kwargs(seed, options)
+
+    def reset_result(self, result: StepResult) -> tuple[Any, dict[str, Any]]:
+        transition = self.adapter.decode(result, reset=True)
+        unconfirmed = self.seed is not None and result.metadata.get("seed") != self.seed
+        if unconfirmed and self.base_url not in _SEED_UNCONFIRMED:
+            _SEED_UNCONFIRMED.add(self.base_url)
+            warnings.warn(
+                f"The server at {self.base_url} did not confirm that it applied reset(seed={self.seed}) "
+                "(our servers echo the seed in the reset metadata; the official chess and Atari servers "
+                "ignore seeds). Its episodes may not be reproducible.",
+                stacklevel=3,
+            )
+        transition.info["seed"] = self.seed
+        self.needs_reset = transition.terminated or transition.truncated
+        return transition.observation, transition.info
+
+    def step_request(self, action: Any) -> dict[str, Any]:
+        """The action's JSON, after checking the episode is running and the action is in the space."""
+        if self.needs_reset:
+            raise ResetNeeded(
+                "The episode is over (or has not started): call env.reset() before env.step(). "
+                "Stepping a finished episode would not start a new game."
+            )
+        space = self.adapter.action_space
+        if not space.contains(action):
+            raise ValueError(f"Action {action!r} is not in the action space {space}")
+        return self.adapter.encode_action(action)
+
+    def step_result(self, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        transition = self.adapter.decode(result, reset=False)
+        if transition.terminated or transition.truncated:
+            self.needs_reset = True
+        return (
+            transition.observation,
+            transition.reward,
+            transition.terminated,
+            transition.truncated,
+            transition.info,
+        )

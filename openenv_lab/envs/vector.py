@@ -1,0 +1,408 @@
+"""`OpenEnvVectorEnv`: N OpenEnv sessions as one ``gymnasium.vector.VectorEnv``, stepped concurrently.
+
+``gym.make_vec("openenv/chess", num_envs=16)`` opens 16 WebSocket sessions and drives them from one
+asyncio event loop in a background thread: a step sends all 16 requests and waits for the 16 replies,
+so the round trips overlap instead of adding up. No subprocesses and no pickling, so it works in Jupyter
+and on macOS/Windows (``spawn``), where gymnasium's ``AsyncVectorEnv`` re-imports everything per worker.
+
+Behaviour is exactly ``gymnasium.vector.SyncVectorEnv``'s over the same single environments (tested):
+the same seeding (``reset(seed=s)`` seeds sub-environment i with ``s + i``), the same batching of
+observations and infos, and both autoreset modes, ``NEXT_STEP`` (the default) and ``SAME_STEP``.
+
+Sessions go to the embedded server of the family, or round-robin over ``base_urls=[...]``. Servers that
+report their capacity (``GET /capacity`` on ours) get no more sessions than they have free; for the others
+a refusal moves the session to the next server. When the servers cannot hold ``num_envs`` sessions the
+error says how many are missing and how to get them. If a server fails during a step, the error names
+the sub-environment and the server, and every session is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Coroutine, Sequence
+from copy import deepcopy
+from typing import Any, TypeVar
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
+
+from ..adapters import Adapter
+from ..client import AsyncSession, CapacityError, Client, Keepalive, OpenEnvError, StepResult, Timeouts
+from ..launch import shared_embedded_server
+from ._episode import Episode
+from .env import _make_adapter
+
+__all__ = ["OpenEnvVectorEnv"]
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """An asyncio event loop running in a daemon thread; `run` waits for a coroutine from any thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="openenv-lab-vector", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return future.result(timeout)
+        except BaseException:
+            future.cancel()  # e.g. Ctrl+C in the caller: stop the requests in flight too
+            raise
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(5)
+        if not self.loop.is_running():
+            self.loop.close()
+
+
+class OpenEnvVectorEnv(VectorEnv):
+    """Many sessions of one OpenEnv environment family as a vector environment.
+
+    Args:
+        num_envs: sub-environments (sessions), at least 1.
+        adapter: the family, as for `OpenEnvEnv` (a name or an `Adapter` subclass).
+        base_url: one server for all sessions; ``base_urls``: several, filled round-robin. With neither,
+            the family's embedded server (started with room for ``num_envs`` sessions).
+        autoreset_mode: ``"next_step"`` (default) or ``"same_step"``, as in gymnasium.
+        copy: return copies of the batched observations (as ``SyncVectorEnv``).
+        render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
+
+    Example:
+        >>> import gymnasium as gym, openenv_lab
+        >>> envs = gym.make_vec("openenv/chess", num_envs=4)
+        >>> obs, infos = envs.reset(seed=0)
+        >>> obs["board"].shape
+        (4, 19, 8, 8)
+        >>> actions = np.array([envs.single_action_space.sample(mask=m) for m in obs["action_mask"]])
+        >>> obs, rewards, terminations, truncations, infos = envs.step(actions)
+        >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        num_envs: int,
+        adapter: str | type[Adapter] = "remote",
+        *,
+        base_url: str | None = None,
+        base_urls: Sequence[str] | None = None,
+        autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        render_mode: str | None = None,
+        timeouts: Timeouts | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+        **adapter_options: Any,
+    ) -> None:
+        if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
+        if isinstance(adapter, Adapter):
+            raise TypeError("A vector env needs one adapter per session: pass the adapter's class or name")
+        self.num_envs = int(num_envs)
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        if self.autoreset_mode == AutoresetMode.DISABLED:
+            raise ValueError("autoreset_mode='disabled' is not supported; use 'next_step' or 'same_step'")
+        self.copy = copy
+        self.adapters = [_make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
+        first = self.adapters[0]
+        if render_mode is not None and render_mode not in first.render_modes:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported; choose one of {first.render_modes}"
+            )
+        self.render_mode = render_mode
+        self.metadata = {
+            "render_modes": list(first.render_modes),
+            "render_fps": first.render_fps,
+            "autoreset_mode": self.autoreset_mode,
+        }
+        self.timeouts = timeouts or Timeouts()
+        self._session_options = {"timeouts": self.timeouts, "keepalive": keepalive, "headers": headers}
+        self.base_urls = self._server_urls(first, base_url, base_urls)
+        self._loop = _LoopThread()
+        self._sessions: list[AsyncSession] = []
+        try:
+            self._sessions = self._loop.run(self._open_sessions())
+            self._connect_adapters(headers)
+        except BaseException:
+            self.close()
+            raise
+        self.episodes = [Episode(a, s.base_url) for a, s in zip(self.adapters, self._sessions, strict=True)]
+
+        self.single_observation_space = first.observation_space
+        self.single_action_space = first.action_space
+        for index, other in enumerate(self.adapters[1:], start=1):
+            if other.observation_space != first.observation_space or other.action_space != first.action_space:
+                self.close()
+                raise ValueError(
+                    f"Sub-environment {index} ({self._sessions[index].base_url}) has other spaces than "
+                    f"sub-environment 0 ({self._sessions[0].base_url}): use servers of one environment"
+                )
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._observations = create_empty_array(self.single_observation_space, n=self.num_envs, fn=np.zeros)
+        self._env_obs: list[Any] = [None] * self.num_envs
+        self._rewards = np.zeros(self.num_envs, dtype=np.float64)
+        self._terminations = np.zeros(self.num_envs, dtype=np.bool_)
+        self._truncations = np.zeros(self.num_envs, dtype=np.bool_)
+        self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
+
+    # ------------------------------------------------------------------ gymnasium API
+
+    @property
+    def np_random(self) -> tuple[np.random.Generator | None, ...]:
+        """The generators behind each sub-environment's seeds."""
+        return tuple(episode.np_random for episode in self.episodes)
+
+    @property
+    def np_random_seed(self) -> tuple[int | None, ...]:
+        return tuple(episode.np_random_seed for episode in self.episodes)
+
+    def reset(
+        self,
+        *,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset the sub-environments (all, or those in ``options["reset_mask"]``), as ``SyncVectorEnv``."""
+        seeds = self._seeds(seed)
+        options = dict(options) if options else None
+        mask = np.ones(self.num_envs, dtype=np.bool_)
+        if options is not None and "reset_mask" in options:
+            mask = options.pop("reset_mask")
+            if not isinstance(mask, np.ndarray) or mask.shape != (self.num_envs,):
+                raise ValueError(f"options['reset_mask'] must be a numpy array of shape ({self.num_envs},)")
+            options = options or None
+        indices = [i for i in range(self.num_envs) if mask[i]]
+        requests = {i: self.episodes[i].reset_request(seeds[i], options) for i in indices}
+        results = self._exchange({i: ("reset", kwargs) for i, kwargs in requests.items()})
+        infos: dict[str, Any] = {}
+        for i in indices:
+            self._env_obs[i], info = self.episodes[i].reset_result(results[i])
+            infos = self._add_info(infos, info, i)
+        self._terminations[mask] = False
+        self._truncations[mask] = False
+        self._autoreset_envs[mask] = False
+        self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
+        return (deepcopy(self._observations) if self.copy else self._observations), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-environment at once (in NEXT_STEP mode, those that just ended reset instead)."""
+        requests: dict[int, tuple[str, dict[str, Any]]] = {}
+        for i, action in enumerate(iterate(self.action_space, actions)):
+            if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
+                requests[i] = ("reset", self.episodes[i].reset_request(None, None))
+            else:
+                requests[i] = ("step", self.episodes[i].step_request(action))
+        results = self._exchange(requests)
+
+        infos: dict[str, Any] = {}
+        finished: dict[int, dict[str, Any]] = {}
+        for i in range(self.num_envs):
+            if requests[i][0] == "reset":
+                self._env_obs[i], info = self.episodes[i].reset_result(results[i])
+                self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
+            else:
+                (
+                    self._env_obs[i],
+                    self._rewards[i],
+                    self._terminations[i],
+                    self._truncations[i],
+                    info,
+                ) = self.episodes[i].step_result(results[i])
+                if self.autoreset_mode == AutoresetMode.SAME_STEP and (
+                    self._terminations[i] or self._truncations[i]
+                ):
+                    finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
+                    continue
+            infos = self._add_info(infos, info, i)
+        if finished:  # SAME_STEP: reset the finished ones now, all at once
+            resets = {i: ("reset", self.episodes[i].reset_request(None, None)) for i in finished}
+            reset_results = self._exchange(resets)
+            for i in sorted(finished):
+                self._env_obs[i], info = self.episodes[i].reset_result(reset_results[i])
+                infos = self._add_info(infos, finished[i], i)
+                infos = self._add_info(infos, info, i)
+        self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
+        self._autoreset_envs = np.logical_or(self._terminations, self._truncations)
+        return (
+            deepcopy(self._observations) if self.copy else self._observations,
+            np.copy(self._rewards),
+            np.copy(self._terminations),
+            np.copy(self._truncations),
+            infos,
+        )
+
+    def render(self) -> tuple[Any, ...] | None:
+        if self.render_mode is None:
+            return None
+        return tuple(adapter.render(self.render_mode) for adapter in self.adapters)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every session (freeing their slots) and stop the event loop thread."""
+        loop = getattr(self, "_loop", None)
+        if loop is None:
+            return
+        sessions, self._sessions = getattr(self, "_sessions", []), []
+        if sessions and loop.loop.is_running():
+            with contextlib.suppress(Exception):  # best effort: the loop stops below regardless
+                loop.run(self._close_all(sessions), timeout=self.timeouts.close + 5)
+        loop.stop()
+        self._loop = None
+
+    # ------------------------------------------------------------------ sessions
+
+    def _server_urls(
+        self, first: Adapter, base_url: str | None, base_urls: Sequence[str] | None
+    ) -> list[str]:
+        options = first.server_options()
+        if base_url is not None and base_urls is not None:
+            raise ValueError("Pass base_url or base_urls, not both")
+        if base_url is not None or base_urls is not None:
+            if options:
+                raise ValueError(
+                    f"{sorted(options)} configure the embedded server; drop them or the server URLs"
+                )
+            urls = [base_url] if base_url is not None else list(base_urls or [])
+            if not urls:
+                raise ValueError("base_urls is empty: give at least one server URL")
+            return urls
+        if first.server_name is None:
+            raise ValueError(
+                f"{type(first).__name__} has no bundled server to start: pass base_url or base_urls"
+            )
+        from ..servers import get_bundled_server
+
+        default = get_bundled_server(first.server_name).default_max_sessions
+        max_sessions = None if self.num_envs <= default else self.num_envs
+        server = shared_embedded_server(first.server_name, max_sessions=max_sessions, **options)
+        assert server.base_url is not None
+        return [server.base_url]
+
+    async def _open_sessions(self) -> list[AsyncSession]:
+        """Open ``num_envs`` sessions round-robin over the servers, skipping full ones."""
+        free: dict[str, int | None] = {}
+        for url in dict.fromkeys(self.base_urls):
+            free[url] = await asyncio.to_thread(self._free_slots, url)
+        known = sum(n for n in free.values() if n is not None)
+        if all(n is not None for n in free.values()) and known < self.num_envs:
+            raise self._capacity_error(known, free)
+        sessions: list[AsyncSession] = []
+        order = list(dict.fromkeys(self.base_urls))
+        turn = 0
+        try:
+            while len(sessions) < self.num_envs:
+                candidates = [u for u in order if free[u] is None or free[u] > 0]  # type: ignore[operator]
+                if not candidates:
+                    raise self._capacity_error(len(sessions), free)
+                url = candidates[turn % len(candidates)]
+                turn += 1
+                try:
+                    session = await AsyncSession.open(url, **self._session_options)
+                except CapacityError:
+                    free[url] = 0  # a server that does not report its capacity is full: use the others
+                    continue
+                except OpenEnvError as exc:
+                    _name_sub_environment(exc, len(sessions), url)
+                    raise
+                sessions.append(session)
+                if free[url] is not None:
+                    free[url] -= 1  # type: ignore[operator]
+        except BaseException:
+            await self._close_all(sessions)
+            raise
+        return sessions
+
+    def _free_slots(self, url: str) -> int | None:
+        with Client(url, timeouts=self.timeouts) as client:
+            try:
+                capacity = client.capacity()
+            except OpenEnvError as exc:
+                _name_sub_environment(exc, None, url)
+                raise
+        if capacity is None:
+            return None
+        return int(capacity["max_sessions"]) - int(capacity["active_sessions"])
+
+    def _capacity_error(self, available: int, free: dict[str, int | None]) -> CapacityError:
+        detail = ", ".join(f"{url}: {n or 'no'} free" for url, n in free.items())
+        missing = self.num_envs - available
+        return CapacityError(
+            f"num_envs={self.num_envs} needs {self.num_envs} sessions, but the servers hold only {available} "
+            f"more ({detail}): {missing} short. Start servers with more room ('openenv-lab serve NAME "
+            "--max-sessions N'), add servers to base_urls=[...], or lower num_envs.",
+            server_message="",
+            active_sessions=None,
+            max_sessions=available,
+        )
+
+    def _connect_adapters(self, headers: dict[str, str] | None) -> None:
+        clients: dict[str, Client] = {}
+        try:
+            for adapter, session in zip(self.adapters, self._sessions, strict=True):
+                client = clients.get(session.base_url)
+                if client is None:
+                    client = clients[session.base_url] = Client(
+                        session.base_url, timeouts=self.timeouts, headers=headers
+                    )
+                adapter.connect(client)
+        finally:
+            for client in clients.values():
+                client.close()
+        probing = {
+            i: ("reset", a.reset_kwargs(None, None)) for i, a in enumerate(self.adapters) if a.needs_probe
+        }
+        if probing:
+            results = self._exchange(probing)
+            for i in probing:
+                self.adapters[i].probe(results[i])
+
+    def _exchange(self, requests: dict[int, tuple[str, dict[str, Any]]]) -> dict[int, StepResult]:
+        """Send every request at once and wait for all replies; on any failure close everything and raise."""
+        if self._loop is None or not self._sessions:
+            raise OpenEnvError("This vector environment is closed; make a new one.")
+
+        async def one(i: int, kind: str, payload: dict[str, Any]) -> StepResult:
+            session = self._sessions[i]
+            return await (session.reset(**payload) if kind == "reset" else session.step(payload))
+
+        async def everything() -> list[Any]:
+            return await asyncio.gather(
+                *(one(i, kind, payload) for i, (kind, payload) in requests.items()), return_exceptions=True
+            )
+
+        budget = self.timeouts.request + self.timeouts.close + 5.0  # each request has its own timeout
+        outcomes = self._loop.run(everything(), timeout=budget)
+        for i, outcome in zip(requests, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                _name_sub_environment(outcome, i, self._sessions[i].base_url)
+                self.close()
+                raise outcome
+        return dict(zip(requests, outcomes, strict=True))
+
+    @staticmethod
+    async def _close_all(sessions: list[AsyncSession]) -> None:
+        await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
+
+    def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + i for i in range(self.num_envs)]
+        if len(seed) != self.num_envs:
+            raise ValueError(f"A list of seeds must have num_envs={self.num_envs} entries, got {len(seed)}")
+        return list(seed)
+
+
+def _name_sub_environment(exc: BaseException, index: int | None, url: str) -> None:
+    """Prefix the error's message with the sub-environment and server it concerns."""
+    where = f"Sub-environment {index} (server {url})" if index is not None else f"Server {url}"
+    if exc.args and isinstance(exc.args[0], str) and not exc.args[0].startswith(where):
+        exc.args = (f"{where}: {exc.args[0]}", *exc.args[1:])

@@ -1,0 +1,139 @@
+"""``gym.make_vec("openenv/...")``: the native vector env, held to SyncVectorEnv's behaviour on the same seeds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import data_equivalence
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import openenv_lab
+from openenv_lab.client import CapacityError, ConnectError, SessionClosed
+from openenv_lab.envs import OpenEnvVectorEnv
+from openenv_lab.launch import EmbeddedServer
+
+
+def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
+    """A random legal move for each sub-environment (drawn the same way for both vector envs); 0 for a
+    sub-environment whose game just ended (no legal moves: its next step is an autoreset)."""
+    return np.array([rng.choice(np.flatnonzero(mask)) if mask.any() else 0 for mask in obs["action_mask"]])
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode):
+    options = {"opponent": "greedy", "max_moves": 12}  # short games: several autoresets
+    ours = gym.make_vec("openenv/chess", num_envs=3, autoreset_mode=mode, **options)
+    reference = SyncVectorEnv(
+        [lambda: gym.make("openenv/chess", **options) for _ in range(3)], autoreset_mode=mode
+    )
+    assert isinstance(ours, OpenEnvVectorEnv)
+    assert ours.metadata["autoreset_mode"] == reference.metadata["autoreset_mode"] == mode
+    assert ours.observation_space == reference.observation_space
+    assert ours.action_space == reference.action_space
+    obs_a, info_a = ours.reset(seed=42)
+    obs_b, info_b = reference.reset(seed=42)
+    assert data_equivalence(obs_a, obs_b) and data_equivalence(info_a, info_b)
+    rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
+    ended = 0
+    for _ in range(25):
+        step_a = ours.step(masked_actions(ours, obs_a, rng_a))
+        step_b = reference.step(masked_actions(reference, obs_b, rng_b))
+        for a, b in zip(step_a, step_b, strict=True):
+            assert data_equivalence(a, b), f"{a!r} != {b!r}"
+        obs_a, obs_b = step_a[0], step_b[0]
+        ended += int(step_a[2].sum() + step_a[3].sum())
+    assert ended >= 3  # the autoreset paths were exercised
+    ours.close()
+    reference.close()
+
+
+def test_reset_mask_resets_only_the_chosen(chess_url):
+    envs = gym.make_vec("openenv/chess", num_envs=3, agent_color="white")
+    obs, _ = envs.reset(seed=0)
+    obs, *_ = envs.step(masked_actions(envs, obs, np.random.default_rng(1)))
+    before = obs["board"].copy()
+    obs, infos = envs.reset(options={"reset_mask": np.array([False, True, False])})
+    np.testing.assert_array_equal(obs["board"][[0, 2]], before[[0, 2]])
+    assert infos["_seed"].tolist() == [False, True, False]
+    envs.close()
+
+
+def test_atari_and_finrl_vectorise_too():
+    atari = gym.make_vec("openenv/atari", num_envs=2, game="pong")
+    obs, _ = atari.reset(seed=0)
+    assert obs.shape == (2, 210, 160, 3) and obs.dtype == np.uint8
+    obs, rewards, *_ = atari.step(np.array([0, 1]))
+    assert rewards.shape == (2,)
+    atari.close()
+    finrl = gym.make_vec("openenv/finrl", num_envs=2)
+    obs, infos = finrl.reset(seed=0)
+    assert obs.shape == (2, 51) and infos["portfolio_value"].tolist() == [1_000_000.0] * 2
+    finrl.close()
+
+
+def test_sessions_spread_round_robin_over_servers():
+    with EmbeddedServer("chess", max_sessions=2) as a, EmbeddedServer("chess", max_sessions=3) as b:
+        envs = gym.make_vec("openenv/chess", num_envs=5, base_urls=[a.base_url, b.base_url])
+        urls = [episode.base_url for episode in envs.episodes]
+        assert urls.count(a.base_url) == 2 and urls.count(b.base_url) == 3
+        assert urls[:2] == [a.base_url, b.base_url]  # alternating while both have room
+        envs.close()
+        assert openenv_lab.Client(a.base_url).capacity()["active_sessions"] == 0
+
+
+def test_not_enough_room_says_how_many_are_missing():
+    with EmbeddedServer("chess", max_sessions=2) as server:
+        with pytest.raises(CapacityError, match=r"num_envs=5 needs 5 sessions.*3 short"):
+            gym.make_vec("openenv/chess", num_envs=5, base_url=server.base_url)
+
+
+def test_servers_without_a_capacity_route_are_filled_until_they_refuse(official_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        envs = gym.make_vec("openenv/remote", num_envs=2, base_url=official_counter)  # it allows 2
+        with pytest.raises(CapacityError, match="short"):
+            gym.make_vec("openenv/remote", num_envs=1, base_url=official_counter)
+        envs.close()
+
+
+def test_a_server_that_is_down_is_named(chess_url):
+    with EmbeddedServer("chess") as server:
+        down = server.base_url
+    with pytest.raises(ConnectError, match=f"Server {down}"):
+        gym.make_vec("openenv/chess", num_envs=2, base_urls=[chess_url, down])
+
+
+def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(chess_url):
+    with EmbeddedServer("chess") as dying:
+        envs = gym.make_vec("openenv/chess", num_envs=2, base_urls=[chess_url, dying.base_url])
+        obs, _ = envs.reset(seed=0)
+        before = openenv_lab.Client(chess_url).capacity()["active_sessions"]
+        os.kill(dying._process.pid, signal.SIGKILL)
+        with pytest.raises(SessionClosed, match=r"Sub-environment 1 \(server http://127\.0\.0\.1"):
+            envs.step(masked_actions(envs, obs, np.random.default_rng(0)))
+    after = openenv_lab.Client(chess_url).capacity()["active_sessions"]
+    assert after == before - 1  # the healthy session was closed too
+    assert envs.closed
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.5, True])
+def test_num_envs_must_be_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="num_envs must be a positive integer"):
+        OpenEnvVectorEnv(bad, "chess")
+
+
+def test_works_inside_a_running_event_loop(chess_url):
+    import asyncio
+
+    async def inside() -> tuple[int, ...]:
+        envs = gym.make_vec("openenv/chess", num_envs=2)
+        obs, _ = envs.reset(seed=0)
+        envs.close()
+        return obs["board"].shape
+
+    assert asyncio.run(inside()) == (2, 19, 8, 8)
