@@ -5,7 +5,7 @@ Importing the package registers the ``openenv/*`` gymnasium ids:
     >>> import gymnasium as gym
     >>> import openenv_lab
     >>> sorted(env_id for env_id in gym.registry if env_id.startswith("openenv/"))
-    ['openenv/atari', 'openenv/chess', 'openenv/finrl', 'openenv/remote']
+    ['openenv/atari', 'openenv/chess', 'openenv/echo', 'openenv/finrl', 'openenv/remote']
 
 The layers, each knowing only the one below it (see ARCHITECTURE.md): `openenv_lab.client` (the wire),
 `openenv_lab.adapters` (JSON <-> spaces), `openenv_lab.envs` (gymnasium), `openenv_lab.launch` (where a
@@ -15,7 +15,9 @@ server runs) and `openenv_lab.servers` (our own OpenEnv environments).
 from importlib.metadata import PackageNotFoundError, version
 
 from .adapters import Adapter, ChessAdapter, GenericAdapter
+from .bench import BenchReport, bench
 from .client import (
+    AsyncSession,
     CapacityError,
     Client,
     ConnectError,
@@ -31,7 +33,7 @@ from .client import (
     Timeouts,
     TransportError,
 )
-from .envs import OpenEnvEnv, register_envs
+from .envs import OpenEnvEnv, OpenEnvVectorEnv, register_envs
 from .launch import EmbeddedServer, RemoteServer
 
 try:
@@ -43,6 +45,8 @@ register_envs()
 
 __all__ = [
     "Adapter",
+    "AsyncSession",
+    "BenchReport",
     "CapacityError",
     "ChessAdapter",
     "Client",
@@ -53,6 +57,7 @@ __all__ = [
     "LaunchError",
     "OpenEnvEnv",
     "OpenEnvError",
+    "OpenEnvVectorEnv",
     "ProtocolError",
     "RemoteServer",
     "ServerError",
@@ -63,4 +68,5 @@ __all__ = [
     "Timeouts",
     "TransportError",
     "__version__",
+    "bench",
 ]

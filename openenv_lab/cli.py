@@ -1,6 +1,7 @@
-"""The ``openenv-lab`` command: serve a bundled environment, or play games against one.
+"""The ``openenv-lab`` command: serve a bundled environment, measure one, or play games against one.
 
 openenv-lab serve chess --port 8000 --opponent minimax     # an OpenEnv server for use from elsewhere
+openenv-lab bench chess --base-url http://host:8000        # latency, bytes, sessions, seeds
 openenv-lab play chess --games 3 --pgn games.pgn          # random agent vs the embedded server
 """
 
@@ -70,6 +71,15 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
         sub.set_defaults(command="serve", run=_serve, options=[o.name for o in spec.options])
 
+    bench = commands.add_parser(
+        "bench", help="measure an environment: latency, bytes, sessions, seeds", description=_bench.__doc__
+    )
+    bench.add_argument("env", help="an id such as openenv/chess, or just chess")
+    bench.add_argument("--base-url", default=None, help="a running server (default: the embedded one)")
+    bench.add_argument("--steps", type=int, default=200, help="steps to time (default: %(default)s)")
+    bench.add_argument("--json", action="store_true", help="print the report as JSON")
+    bench.set_defaults(command="bench", run=_bench)
+
     play = commands.add_parser(
         "play", help="play games with a random agent and print the results", description=_play_chess.__doc__
     )
@@ -127,6 +137,22 @@ def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"openenv-lab serve: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    """Time random steps of an environment and check its server: sessions accepted, seeds honoured."""
+    import json
+
+    from .bench import bench
+    from .client import OpenEnvError
+
+    try:
+        report = bench(args.env, base_url=args.base_url, steps=args.steps)
+    except (OpenEnvError, ValueError) as exc:
+        print(f"openenv-lab bench: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report)
     return 0
 
 

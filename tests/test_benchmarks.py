@@ -50,3 +50,22 @@ def test_env_throughput_quick(tmp_path):
         "openenv/atari, JSON frames",
     }
     assert all(rate > 0 for rate in report["finrl_steps_per_s"].values())
+
+
+@pytest.mark.slow
+def test_the_harness_runs_everything_and_writes_json(tmp_path):
+    out = tmp_path / "all.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "harness.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(out.read_text())
+    assert {"step_latency", "vector_throughput", "env_throughput"} <= set(report)
+    vector = report["vector_throughput"]["results"]
+    assert set(vector) == {"echo", "chess"}
+    row = vector["echo"]["4"]["make_vec (ours)"]
+    assert row["steps_per_s"] > 0 and row["client_cpu_us_per_step"] > 0
+    assert "server_cpu_us_per_step" in row  # /proc is there on the build machines

@@ -8,11 +8,12 @@ from .atari import AtariAdapter
 from .base import Adapter, Transition
 from .chess import ChessAdapter
 from .finrl import FinRLAdapter
-from .generic import GenericAdapter, UnicodeText
+from .generic import EchoAdapter, GenericAdapter, UnicodeText
 
 ADAPTERS: dict[str, type[Adapter]] = {
     "atari": AtariAdapter,
     "chess": ChessAdapter,
+    "echo": EchoAdapter,
     "finrl": FinRLAdapter,
     "remote": GenericAdapter,
 }
@@ -22,6 +23,8 @@ __all__ = [
     "Adapter",
     "AtariAdapter",
     "ChessAdapter",
+    "EchoAdapter",
+    "FinRLAdapter",
     "GenericAdapter",
     "Transition",
     "UnicodeText",

@@ -59,7 +59,7 @@ from gymnasium import spaces
 from ..client import Client, ProtocolError, StepResult
 from .base import Adapter, Transition
 
-__all__ = ["GenericAdapter", "JSONText", "UnicodeText"]
+__all__ = ["EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText"]
 
 _INT_BOUND = 2**31
 _MAX_TEXT = 65536
@@ -232,6 +232,23 @@ class JSONText(UnicodeText):
 
     def __repr__(self) -> str:
         return "JSONText()"
+
+
+class EchoAdapter(GenericAdapter):
+    """The generic adapter, with our echo server as its embedded server (``openenv/echo``).
+
+    Its action space is `UnicodeText` (the message) and its observation a ``Dict`` with
+    ``echoed_message`` and ``message_length``.
+    """
+
+    server_name: ClassVar[str | None] = "echo"
+
+    def __init__(self, *, max_steps: int | None = None) -> None:
+        super().__init__()
+        self._server_options = {"max_steps": max_steps} if max_steps is not None else {}
+
+    def server_options(self) -> dict[str, Any]:
+        return dict(self._server_options)
 
 
 def _resolve(

@@ -24,6 +24,14 @@ from .session import connect_error, connect_options, transport_error
 __all__ = ["AsyncSession"]
 
 
+async def _within(awaitable: Any, seconds: float) -> Any:
+    """``await`` with a deadline; ``asyncio.timeout`` (3.11+) avoids the extra task ``wait_for`` makes."""
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
+
+
 class AsyncSession:
     """A live session with an OpenEnv server, for asyncio code. Open it with `AsyncSession.open`.
 
@@ -115,7 +123,7 @@ class AsyncSession:
         with contextlib.suppress(ConnectionClosed):  # a queued frame may say why: read on
             await ws.send(frame)
         try:
-            raw = await asyncio.wait_for(ws.recv(), self.timeouts.request)
+            raw = await _within(ws.recv(), self.timeouts.request)
         except (TimeoutError, asyncio.TimeoutError, ConnectionClosed) as exc:
             await self._abandon()
             failure = exc if isinstance(exc, ConnectionClosed) else TimeoutError()

@@ -17,6 +17,7 @@ __all__ = ["ENV_IDS", "register_envs"]
 ENV_IDS: dict[str, str] = {
     "openenv/atari": "atari",
     "openenv/chess": "chess",
+    "openenv/echo": "echo",
     "openenv/finrl": "finrl",
     "openenv/remote": "remote",
 }

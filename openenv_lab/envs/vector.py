@@ -44,7 +44,12 @@ class _LoopThread:
     """An asyncio event loop running in a daemon thread; `run` waits for a coroutine from any thread."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        try:  # uvloop's event loop does the same work in C, a third of the client's CPU per step
+            import uvloop
+
+            self.loop = uvloop.new_event_loop()
+        except ImportError:
+            self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="openenv-lab-vector", daemon=True)
         self._thread.start()
 
@@ -369,13 +374,15 @@ class OpenEnvVectorEnv(VectorEnv):
         if self._loop is None or not self._sessions:
             raise OpenEnvError("This vector environment is closed; make a new one.")
 
-        async def one(i: int, kind: str, payload: dict[str, Any]) -> StepResult:
-            session = self._sessions[i]
-            return await (session.reset(**payload) if kind == "reset" else session.step(payload))
+        sessions = self._sessions
 
         async def everything() -> list[Any]:
             return await asyncio.gather(
-                *(one(i, kind, payload) for i, (kind, payload) in requests.items()), return_exceptions=True
+                *(
+                    sessions[i].reset(**payload) if kind == "reset" else sessions[i].step(payload)
+                    for i, (kind, payload) in requests.items()
+                ),
+                return_exceptions=True,
             )
 
         budget = self.timeouts.request + self.timeouts.close + 5.0  # each request has its own timeout

@@ -8,7 +8,7 @@ built, normally in a server process of its own (`openenv_lab.launch.EmbeddedServ
 Example:
     >>> from openenv_lab.servers import BUNDLED_SERVERS
     >>> sorted(BUNDLED_SERVERS)
-    ['atari', 'chess', 'finrl']
+    ['atari', 'chess', 'echo', 'finrl']
     >>> [option.name for option in BUNDLED_SERVERS["chess"].options]
     ['opponent', 'agent_color', 'opponent_depth', 'max_moves']
 """
@@ -60,6 +60,13 @@ class BundledServer:
 
 
 BUNDLED_SERVERS: dict[str, BundledServer] = {
+    "echo": BundledServer(
+        name="echo",
+        summary="Echoes text messages: the smallest OpenEnv environment, for lessons and benchmarks.",
+        app_factory="openenv_lab.servers.echo:make_app",
+        options=(ServerOption("max_steps", int, 100, "messages per episode"),),
+        default_max_sessions=256,
+    ),
     "chess": BundledServer(
         name="chess",
         summary="Chess against a random, greedy, minimax or Stockfish opponent (official chess_env schema).",

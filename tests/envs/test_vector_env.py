@@ -1,4 +1,4 @@
-"""``gym.make_vec("openenv/...")``: the native vector env, held to SyncVectorEnv's behaviour on the same seeds."""
+"""``gym.make_vec("openenv/...")``: the native vector env, held to SyncVectorEnv's behaviour."""
 
 from __future__ import annotations
 
@@ -87,9 +87,11 @@ def test_sessions_spread_round_robin_over_servers():
 
 
 def test_not_enough_room_says_how_many_are_missing():
-    with EmbeddedServer("chess", max_sessions=2) as server:
-        with pytest.raises(CapacityError, match=r"num_envs=5 needs 5 sessions.*3 short"):
-            gym.make_vec("openenv/chess", num_envs=5, base_url=server.base_url)
+    with (
+        EmbeddedServer("chess", max_sessions=2) as server,
+        pytest.raises(CapacityError, match=r"num_envs=5 needs 5 sessions.*3 short"),
+    ):
+        gym.make_vec("openenv/chess", num_envs=5, base_url=server.base_url)
 
 
 def test_servers_without_a_capacity_route_are_filled_until_they_refuse(official_counter):

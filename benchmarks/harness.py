@@ -1,0 +1,69 @@
+"""The whole performance picture of this machine in one command, as tables and as JSON.
+
+Runs, one after the other in this process: `step_latency` (one chess env: ours vs raw websockets vs the
+official client, and gym.make times), `vector_throughput` (echo, chess and Atari for N in 1, 4, 16, 64:
+our vector env vs gymnasium's Sync/AsyncVectorEnv, with client and server CPU per step) and
+`env_throughput` (Atari and FinRL through the wrapper vs in process). Keep the JSON of each commit to
+compare them.
+
+    python benchmarks/harness.py --json results/$(git rev-parse --short HEAD).json
+    python benchmarks/harness.py --quick                # seconds, for smoke tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import env_throughput
+import step_latency
+import vector_throughput
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny numbers, for smoke tests")
+    parser.add_argument("--json", default=None, help="write every result to this JSON file")
+    args = parser.parse_args(argv)
+    quick = ["--quick"] if args.quick else []
+    sections = {}
+    for name, module in (
+        ("step_latency", step_latency),
+        ("vector_throughput", vector_throughput),
+        ("env_throughput", env_throughput),
+    ):
+        print(f"\n===== {name} =====")
+        sections[name] = module.main(quick)
+    report = {
+        "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "cpus": os.cpu_count(),
+        **sections,
+    }
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2))
+        print(f"\nResults written to {path}")
+    return report
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

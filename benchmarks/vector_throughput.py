@@ -1,0 +1,165 @@
+"""Vector throughput: ``gym.make_vec("openenv/...")`` vs gymnasium's Sync/AsyncVectorEnv over single envs.
+
+For the echo (protocol only), chess and Atari environments and N in {1, 4, 16, 64} sub-environments,
+all on one embedded server: environment steps per second, client CPU time per environment step (this
+process, all its threads) and server CPU time per environment step (the server process). gymnasium's
+``AsyncVectorEnv`` starts one process per sub-environment, so it is measured up to N=16.
+
+    python benchmarks/vector_throughput.py            # a few minutes
+    python benchmarks/vector_throughput.py --quick    # seconds, for smoke tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import openenv_lab
+from openenv_lab.launch import EmbeddedServer
+
+ENVS: dict[str, dict[str, Any]] = {
+    "echo": {"id": "openenv/echo", "server": "echo", "options": {}},
+    "chess": {"id": "openenv/chess", "server": "chess", "options": {"agent_color": "white"}},
+    "atari": {"id": "openenv/atari", "server": "atari", "options": {"game": "pong"}},
+}
+
+
+def actions_for(name: str, envs: gym.vector.VectorEnv, obs: Any, rng: np.random.Generator) -> Any:
+    if name == "echo":
+        return tuple("hello" for _ in range(envs.num_envs))
+    if name == "chess":
+        return np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in obs["action_mask"]])
+    return rng.integers(0, envs.single_action_space.n, envs.num_envs)
+
+
+def server_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process, from /proc (Linux); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def measure(
+    name: str, make: Callable[[], gym.vector.VectorEnv], steps: int, server_pid: int
+) -> dict[str, float]:
+    envs = make()
+    try:
+        rng = np.random.default_rng(0)
+        obs, _ = envs.reset(seed=0)
+        for _ in range(3):  # warm up
+            obs, *_ = envs.step(actions_for(name, envs, obs, rng))
+        server_before = server_cpu_seconds(server_pid)
+        cpu_before, wall_before = time.process_time(), time.perf_counter()
+        for _ in range(steps):
+            obs, *_ = envs.step(actions_for(name, envs, obs, rng))
+        wall = time.perf_counter() - wall_before
+        cpu = time.process_time() - cpu_before
+        server_after = server_cpu_seconds(server_pid)
+        env_steps = steps * envs.num_envs
+        row = {"steps_per_s": env_steps / wall, "client_cpu_us_per_step": 1e6 * cpu / env_steps}
+        if server_before is not None and server_after is not None:
+            row["server_cpu_us_per_step"] = 1e6 * (server_after - server_before) / env_steps
+        return row
+    finally:
+        envs.close()
+
+
+def makers(spec: dict[str, Any], url: str, n: int, async_limit: int) -> dict[str, Callable[[], Any]]:
+    """How each contender builds its n sub-environments on the server at ``url``."""
+
+    def single() -> gym.Env:
+        return gym.make(spec["id"], base_url=url, **spec["options"])
+
+    contenders: dict[str, Callable[[], Any]] = {
+        "make_vec (ours)": lambda: gym.make_vec(spec["id"], num_envs=n, base_url=url, **spec["options"]),
+        "SyncVectorEnv": lambda: gym.vector.SyncVectorEnv([single] * n),
+    }
+    if n <= async_limit:
+        contenders["AsyncVectorEnv"] = lambda: gym.vector.AsyncVectorEnv([single] * n)
+    return contenders
+
+
+def run(sizes: list[int], steps: int, async_limit: int, names: list[str]) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for name in names:
+        spec = ENVS[name]
+        with EmbeddedServer(spec["server"], max_sessions=max(sizes) * 2 + 4) as server:
+            assert server.base_url is not None and server._process is not None
+            for n in sizes:
+                count = max(5, steps // n)
+                results.setdefault(name, {})[str(n)] = {
+                    contender: measure(name, make, count, server._process.pid)
+                    for contender, make in makers(spec, server.base_url, n, async_limit).items()
+                }
+    return results
+
+
+def print_table(results: dict[str, Any]) -> None:
+    for name, by_size in results.items():
+        print(f"\n{name}: environment steps per second (client CPU / server CPU per step, microseconds)")
+        columns = ("make_vec (ours)", "SyncVectorEnv", "AsyncVectorEnv")
+        print(f"{'N':>4}  " + "  ".join(f"{c:>26}" for c in columns) + "  ours/async  ours/N=1")
+        base = by_size[next(iter(by_size))]["make_vec (ours)"]["steps_per_s"]
+        for n, rows in by_size.items():
+            cells = []
+            for key in columns:
+                row = rows.get(key)
+                if row is None:
+                    cells.append(f"{'-':>26}")
+                    continue
+                server = row.get("server_cpu_us_per_step")
+                cpu = (
+                    f"{row['client_cpu_us_per_step']:.0f}/{server:.0f}"
+                    if server is not None
+                    else f"{row['client_cpu_us_per_step']:.0f}/?"
+                )
+                cells.append(f"{row['steps_per_s']:>10.0f} ({cpu:>12})")
+            ours = rows["make_vec (ours)"]["steps_per_s"]
+            vs_async = (
+                f"{ours / rows['AsyncVectorEnv']['steps_per_s']:.2f}" if "AsyncVectorEnv" in rows else "-"
+            )
+            print(f"{n:>4}  {'  '.join(cells)}  {vs_async:>10}  {ours / base:>8.2f}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1,4,16,64")
+    parser.add_argument("--steps", type=int, default=1600, help="environment steps per measurement (about)")
+    parser.add_argument("--async-limit", type=int, default=16)
+    parser.add_argument("--envs", default="echo,chess,atari")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.steps, args.async_limit, args.envs = "1,4", 40, 2, "echo,chess"
+    sizes = [int(n) for n in args.sizes.split(",")]
+    results = run(sizes, args.steps, args.async_limit, args.envs.split(","))
+    report = {
+        "benchmark": "vector_throughput",
+        "openenv_lab": openenv_lab.__version__,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "results": results,
+    }
+    print(f"openenv_lab {report['openenv_lab']}, Python {report['python']}, {report['cpus']} CPUs")
+    print_table(results)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2)
+    return report
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

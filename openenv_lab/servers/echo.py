@@ -1,0 +1,84 @@
+"""The echo server: the smallest useful OpenEnv environment, for first lessons, tests and benchmarks.
+
+The action ``{"message": str}`` comes back as the observation ``{"echoed_message", "message_length"}``
+with reward ``0.1 * len(message)``, the shape of OpenEnv's original ``echo_env`` (before it became an MCP
+environment). An episode ends after ``max_steps`` messages (a truncation: nothing happened to end it).
+It does so little that a benchmark on it measures the protocol and the client, not the environment.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from typing import Any
+
+from pydantic import Field
+
+from ._app import build_app, import_openenv_server
+
+_env_server = import_openenv_server()
+
+__all__ = ["EchoAction", "EchoEnvironment", "EchoObservation", "make_app"]
+
+
+class EchoAction(_env_server.Action):
+    message: str = Field(..., max_length=256, description="Any text, up to 256 characters")
+
+
+class EchoObservation(_env_server.Observation):
+    echoed_message: str = ""
+    message_length: int = 0
+
+
+class EchoEnvironment(_env_server.Environment):
+    """Echoes each message; ``max_steps`` messages per episode."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, max_steps: int = 100) -> None:
+        super().__init__()
+        self.max_steps = max_steps
+        self._state = _env_server.State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **unknown: Any
+    ) -> EchoObservation:
+        if unknown:
+            raise ValueError(
+                f"Unknown reset option(s) {sorted(unknown)}; the echo server takes seed and episode_id"
+            )
+        self._state = _env_server.State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return EchoObservation(reward=0.0, metadata={"seed": seed} if seed is not None else {})
+
+    def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
+        if self._state.step_count >= self.max_steps:
+            raise ValueError("The episode is over; send a reset")
+        self._state.step_count += 1
+        done = self._state.step_count >= self.max_steps
+        return EchoObservation(
+            echoed_message=action.message,
+            message_length=len(action.message),
+            reward=0.1 * len(action.message),
+            done=done,
+            metadata={"end_reason": "max_steps", "truncated": True} if done else {},
+        )
+
+    async def step_async(
+        self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> EchoObservation:
+        return self.step(action)  # microseconds of work: no need for the worker thread
+
+    @property
+    def state(self) -> Any:
+        return self._state
+
+
+def make_app(max_steps: int = 100, max_sessions: int = 256) -> Any:
+    return build_app(
+        functools.partial(EchoEnvironment, max_steps=max_steps),
+        EchoAction,
+        EchoObservation,
+        _env_server.State,
+        env_name="echo",
+        max_sessions=max_sessions,
+    )
