@@ -34,14 +34,8 @@ import numpy as np
 from ale_py import ALEInterface, roms
 from pydantic import Field
 
-from ._app import build_app, import_openenv_server
-
-_env_server = import_openenv_server()
-Action = _env_server.Action
-Observation = _env_server.Observation
-State = _env_server.State
-Environment = _env_server.Environment
-EnvironmentMetadata = _env_server.types.EnvironmentMetadata
+from ._app import build_app
+from ._base import Action, Observation, ServerEnvironment, State
 
 __all__ = ["AtariAction", "AtariEnvironment", "AtariObservation", "AtariState", "available_games", "make_app"]
 
@@ -92,10 +86,10 @@ class AtariState(State):
     seed: int | None = None
 
 
-class AtariEnvironment(Environment):
+class AtariEnvironment(ServerEnvironment):
     """One ALE per session; the settings given to the constructor are defaults each reset can change."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
+    NAME = "atari"
 
     def __init__(
         self,
@@ -193,29 +187,10 @@ class AtariEnvironment(Environment):
         self._state.step_count += 1
         return self._observation(reward, {})
 
-    async def step_async(
-        self, action: AtariAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> AtariObservation:
-        # Step on the server's event loop rather than in the session's worker thread: the emulator holds
-        # the GIL anyway (threads cannot overlap it), and the hop to the thread and back cost about as
-        # much as the step itself (0.5 ms of a 1.1 ms step on the build machine).
-        return self.step(action)
-
-    @property
-    def state(self) -> AtariState:
-        return self._state
-
-    def get_metadata(self) -> Any:
-        from openenv_lab import __version__
-
-        return EnvironmentMetadata(
-            name="atari",
-            description=(
-                f"The Arcade Learning Environment ({len(available_games())} games), wire-compatible with "
-                "OpenEnv's atari_env, with the game chosen per session, seeded resets and compact frames."
-            ),
-            version=__version__,
-            author="openenv_lab",
+    def describe(self) -> str:
+        return (
+            f"The Arcade Learning Environment ({len(available_games())} games), wire-compatible with "
+            "OpenEnv's atari_env, with the game chosen per session, seeded resets and compact frames."
         )
 
     def close(self) -> None:

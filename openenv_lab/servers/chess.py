@@ -27,7 +27,6 @@ Rules: the game is drawn when a position occurs for the third time or the half-m
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import random
 import uuid
@@ -36,15 +35,9 @@ from typing import Any
 import chess
 from pydantic import Field
 
-from ._app import build_app, import_openenv_server
+from ._app import build_app
+from ._base import Action, Observation, ServerEnvironment, State
 from .chess_opponents import MAX_DEPTH, OPPONENTS, STOCKFISH_MISSING, Opponent, find_stockfish, make_opponent
-
-_env_server = import_openenv_server()
-Action = _env_server.Action
-Observation = _env_server.Observation
-State = _env_server.State
-Environment = _env_server.Environment
-EnvironmentMetadata = _env_server.types.EnvironmentMetadata
 
 __all__ = ["ChessAction", "ChessEnvironment", "ChessObservation", "ChessState", "make_app"]
 
@@ -82,14 +75,14 @@ class ChessState(State):
     seed: int | None = None
 
 
-class ChessEnvironment(Environment):
+class ChessEnvironment(ServerEnvironment):
     """One chess game per session against a configurable opponent.
 
     The constructor arguments are the server's defaults; every one of them can be changed per episode
     through ``reset``.
     """
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
+    NAME = "chess"
 
     def __init__(
         self,
@@ -208,31 +201,13 @@ class ChessEnvironment(Environment):
             reward = self._check_game_over()
         return self._observation(reward=reward, metadata=metadata)
 
-    async def step_async(
-        self, action: ChessAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> ChessObservation:
-        # Cheap replies run on the server's event loop, saving the hop to the session's worker thread
-        # and back (about 0.5 ms on the build machine). Searching opponents take milliseconds to
-        # seconds, so they run in a worker thread to keep the other sessions' traffic moving.
-        if self._opponent_key[0] in _SEARCHING_OPPONENTS:
-            return await asyncio.get_running_loop().run_in_executor(None, self.step, action)
-        return self.step(action)
+    def step_in_thread(self) -> bool:
+        return self._opponent_key[0] in _SEARCHING_OPPONENTS  # milliseconds to seconds of search
 
-    @property
-    def state(self) -> ChessState:
-        return self._state
-
-    def get_metadata(self) -> Any:
-        from openenv_lab import __version__
-
-        return EnvironmentMetadata(
-            name="chess",
-            description=(
-                "Chess against a configurable opponent (random, greedy, minimax, stockfish or none), "
-                "wire-compatible with OpenEnv's chess_env, with seeded resets and concurrent sessions."
-            ),
-            version=__version__,
-            author="openenv_lab",
+    def describe(self) -> str:
+        return (
+            "Chess against a configurable opponent (random, greedy, minimax, stockfish or none), "
+            "wire-compatible with OpenEnv's chess_env, with seeded resets and concurrent sessions."
         )
 
     def close(self) -> None:

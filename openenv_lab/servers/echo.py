@@ -14,31 +14,30 @@ from typing import Any
 
 from pydantic import Field
 
-from ._app import build_app, import_openenv_server
-
-_env_server = import_openenv_server()
+from ._app import build_app
+from ._base import Action, Observation, ServerEnvironment, State
 
 __all__ = ["EchoAction", "EchoEnvironment", "EchoObservation", "make_app"]
 
 
-class EchoAction(_env_server.Action):
+class EchoAction(Action):
     message: str = Field(..., max_length=256, description="Any text, up to 256 characters")
 
 
-class EchoObservation(_env_server.Observation):
+class EchoObservation(Observation):
     echoed_message: str = ""
     message_length: int = 0
 
 
-class EchoEnvironment(_env_server.Environment):
+class EchoEnvironment(ServerEnvironment):
     """Echoes each message; ``max_steps`` messages per episode."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
+    NAME = "echo"
 
     def __init__(self, max_steps: int = 100) -> None:
         super().__init__()
         self.max_steps = max_steps
-        self._state = _env_server.State(episode_id=str(uuid.uuid4()), step_count=0)
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **unknown: Any
@@ -47,7 +46,7 @@ class EchoEnvironment(_env_server.Environment):
             raise ValueError(
                 f"Unknown reset option(s) {sorted(unknown)}; the echo server takes seed and episode_id"
             )
-        self._state = _env_server.State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         return EchoObservation(reward=0.0, metadata={"seed": seed} if seed is not None else {})
 
     def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
@@ -63,14 +62,8 @@ class EchoEnvironment(_env_server.Environment):
             metadata={"end_reason": "max_steps", "truncated": True} if done else {},
         )
 
-    async def step_async(
-        self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> EchoObservation:
-        return self.step(action)  # microseconds of work: no need for the worker thread
-
-    @property
-    def state(self) -> Any:
-        return self._state
+    def describe(self) -> str:
+        return "Echoes text messages back, with reward 0.1 per character: the smallest OpenEnv environment."
 
 
 def make_app(max_steps: int = 100, max_sessions: int = 256) -> Any:
@@ -78,7 +71,7 @@ def make_app(max_steps: int = 100, max_sessions: int = 256) -> Any:
         functools.partial(EchoEnvironment, max_steps=max_steps),
         EchoAction,
         EchoObservation,
-        _env_server.State,
+        State,
         env_name="echo",
         max_sessions=max_sessions,
     )

@@ -34,14 +34,8 @@ from pydantic import Field
 
 from ..market.data import DEFAULT_INDICATORS, MarketData, MarketDataError, load_prices, synthetic_prices
 from ..market.trading import StockTradingSimulator, TradingConfig
-from ._app import build_app, import_openenv_server
-
-_env_server = import_openenv_server()
-Action = _env_server.Action
-Observation = _env_server.Observation
-State = _env_server.State
-Environment = _env_server.Environment
-EnvironmentMetadata = _env_server.types.EnvironmentMetadata
+from ._app import build_app
+from ._base import Action, Observation, ServerEnvironment, State
 
 __all__ = ["FinRLAction", "FinRLEnvironment", "FinRLObservation", "Market", "make_app"]
 
@@ -118,10 +112,10 @@ class Market:
         }
 
 
-class FinRLEnvironment(Environment):
+class FinRLEnvironment(ServerEnvironment):
     """One trading account per session, on the server's shared `Market`."""
 
-    SUPPORTS_CONCURRENT_SESSIONS = True
+    NAME = "finrl"
 
     def __init__(self, market: Market) -> None:
         super().__init__()
@@ -182,27 +176,10 @@ class FinRLEnvironment(Environment):
             metadata["end_reason"] = "ruined" if self._sim.ruined else "end_of_data"
         return self._observation(state, reward, done, metadata)
 
-    async def step_async(
-        self, action: FinRLAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> FinRLObservation:
-        # A trading step takes microseconds: run it on the event loop instead of hopping to a thread.
-        return self.step(action)
-
-    @property
-    def state(self) -> FinRLState:
-        return self._state
-
-    def get_metadata(self) -> Any:
-        from openenv_lab import __version__
-
-        return EnvironmentMetadata(
-            name="finrl",
-            description=(
-                f"FinRL-style stock trading over {len(self._market.data.tickers)} tickers "
-                f"({self._market.source}), wire-compatible with OpenEnv's finrl_env."
-            ),
-            version=__version__,
-            author="openenv_lab",
+    def describe(self) -> str:
+        return (
+            f"FinRL-style stock trading over {len(self._market.data.tickers)} tickers "
+            f"({self._market.source}), wire-compatible with OpenEnv's finrl_env."
         )
 
     def _observation(
