@@ -12,7 +12,9 @@ The layers, each knowing only the one below it (see ARCHITECTURE.md): `openenv_l
 server runs) and `openenv_lab.servers` (our own OpenEnv environments).
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from .adapters import Adapter, ChessAdapter, GenericAdapter
 from .bench import BenchReport, bench
@@ -43,6 +45,27 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 register_envs()
 
+# Recording (polars) and widgets (ipywidgets, matplotlib) load on first use: `import openenv_lab` stays
+# light for server processes and scripts that only step environments.
+_LAZY = {
+    "RecordTrajectory": ".record",
+    "RecordVectorTrajectory": ".record",
+    "Trajectory": ".record",
+    "load_trajectory": ".record",
+    "RewardCurve": ".widgets",
+    "compare": ".widgets",
+    "show": ".widgets",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'openenv_lab' has no attribute {name!r}")
+
+
 __all__ = [
     "Adapter",
     "AsyncSession",
@@ -59,14 +82,21 @@ __all__ = [
     "OpenEnvError",
     "OpenEnvVectorEnv",
     "ProtocolError",
+    "RecordTrajectory",
+    "RecordVectorTrajectory",
     "RemoteServer",
+    "RewardCurve",
     "ServerError",
     "Session",
     "SessionClosed",
     "StepResult",
     "Timeout",
     "Timeouts",
+    "Trajectory",
     "TransportError",
     "__version__",
     "bench",
+    "compare",
+    "load_trajectory",
+    "show",
 ]

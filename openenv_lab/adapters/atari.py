@@ -25,6 +25,7 @@ termination, ``frame_limit`` a truncation), plus the keys of `Adapter.base_info`
 from __future__ import annotations
 
 import base64
+import io
 import zlib
 from typing import Any, ClassVar
 
@@ -35,7 +36,7 @@ from gymnasium.utils import seeding
 from ..client import ProtocolError, StepResult
 from .base import Adapter, Transition
 
-__all__ = ["AtariAdapter", "ScreenProxy"]
+__all__ = ["AtariAdapter", "ScreenProxy", "encode_png"]
 
 _SETTINGS = (
     "game",
@@ -84,6 +85,15 @@ class ScreenProxy:
         return self._adapter.game_over
 
 
+def encode_png(frame: np.ndarray) -> bytes:
+    """A frame (RGB or grayscale ``uint8``) as PNG bytes, fast compression."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="PNG", compress_level=1)
+    return buffer.getvalue()
+
+
 def _copy_into(frame: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
         return frame.copy()
@@ -112,6 +122,7 @@ class AtariAdapter(Adapter):
     """
 
     server_name: ClassVar[str | None] = "atari"
+    family: ClassVar[str] = "atari"
     render_modes: ClassVar[tuple[str, ...]] = ("rgb_array",)
     render_fps: ClassVar[int] = 15
     needs_probe: ClassVar[bool] = True
@@ -213,6 +224,28 @@ class AtariAdapter(Adapter):
             terminated = not truncated
         reward = 0.0 if result.reward is None else result.reward
         return Transition(frame.copy(), reward, terminated, truncated, info)
+
+    def describe_action(self, action: Any) -> str:
+        index = int(action)
+        meanings = self._action_meanings
+        return meanings[index] if index < len(meanings) else str(index)
+
+    def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        """The observed frame as PNG bytes (a few KB; never the raw array), lives and frame counters."""
+        frame = np.asarray(observation)
+        return {
+            "frame_png": encode_png(frame) if frame.ndim >= 2 else None,
+            "lives": int(info.get("lives", 0)),
+            "frame_number": int(info.get("episode_frame_number", 0)),
+            "end_reason": info.get("end_reason"),
+        }
+
+    def trajectory_metadata(self) -> dict[str, Any]:
+        return {
+            "game": self.settings.get("game"),
+            "obs_type": self.settings.get("obs_type"),
+            "action_meanings": self.get_action_meanings(),
+        }
 
     def _read_action_meanings(self, metadata: dict[str, Any]) -> None:
         if "action_meanings" in metadata:

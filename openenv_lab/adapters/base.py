@@ -8,6 +8,7 @@ into an observation of its ``observation_space`` plus the honest episode ending.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -44,6 +45,8 @@ class Adapter(ABC):
     """
 
     server_name: ClassVar[str | None] = None
+    #: The family's name in recorded trajectories; the trajectory viewer picks its renderer by it.
+    family: ClassVar[str] = "generic"
     render_modes: ClassVar[tuple[str, ...]] = ()
     render_fps: ClassVar[int] = 4
     #: Whether ``reset()`` without a seed sends one drawn from the env's generator (see `OpenEnvEnv`).
@@ -92,6 +95,25 @@ class Adapter(ABC):
     def render(self, mode: str) -> Any:
         """The current frame in ``mode`` (one of `render_modes`)."""
         raise NotImplementedError(f"{type(self).__name__} cannot render in mode {mode!r}")
+
+    # ------------------------------------------------------------------ recording (openenv_lab.record)
+
+    def describe_action(self, action: Any) -> str:
+        """A readable form of ``action``, taken before it is sent (a chess move's UCI and SAN, say)."""
+        if isinstance(action, np.ndarray):
+            return json.dumps(np.round(action.astype(float), 4).tolist())
+        return str(action)
+
+    def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        """The family's own columns of a trajectory row: small values, never raw arrays.
+
+        ``action`` is ``None`` on the row of a reset. The default keeps the raw observation as JSON.
+        """
+        return {"observation_json": json.dumps(info.get("raw_observation", {}), sort_keys=True, default=str)}
+
+    def trajectory_metadata(self) -> dict[str, Any]:
+        """What a viewer needs beside the rows (ticker names, action meanings...), saved with them."""
+        return {}
 
     @staticmethod
     def base_info(result: StepResult) -> dict[str, Any]:

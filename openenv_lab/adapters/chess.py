@@ -79,6 +79,7 @@ class ChessAdapter(Adapter):
     """
 
     server_name: ClassVar[str | None] = "chess"
+    family: ClassVar[str] = "chess"
     render_modes: ClassVar[tuple[str, ...]] = ("ansi", "rgb_array", "svg")
     render_fps: ClassVar[int] = 2
     env_attributes: ClassVar[tuple[str, ...]] = ("action_masks",)
@@ -192,6 +193,26 @@ class ChessAdapter(Adapter):
         if self._legal is None:
             self._legal = frozenset(self._legal_list)
         return self._legal
+
+    # ------------------------------------------------------------------ recording
+
+    def describe_action(self, action: Any) -> str:
+        """The move in UCI and, when legal, SAN: ``"g1f3 (Nf3)"``."""
+        uci = self.action_to_move(action)
+        if uci not in self._legal_set():
+            return f"{uci} (illegal)"
+        return f"{uci} ({chess.Board(self._fen).san(chess.Move.from_uci(uci))})"
+
+    def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "fen": str(info["fen"]),
+            "move": self._pending_move if action is not None else None,
+            "opponent_move": info.get("opponent_move"),
+            "agent_color": str(info["agent_color"]),
+            "illegal_move": bool(info.get("illegal_move", False)),
+            "end_reason": info.get("end_reason"),
+            "result": info.get("result"),
+        }
 
     # ------------------------------------------------------------------ rendering
 

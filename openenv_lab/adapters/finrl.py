@@ -68,6 +68,7 @@ class FinRLAdapter(Adapter):
     """
 
     server_name: ClassVar[str | None] = "finrl"
+    family: ClassVar[str] = "finrl"
     render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
     env_attributes: ClassVar[tuple[str, ...]] = ("layout", "tickers")
 
@@ -168,6 +169,29 @@ class FinRLAdapter(Adapter):
             truncated = not terminated
         reward = 0.0 if result.reward is None else result.reward
         return Transition(observation, reward, terminated, truncated, info)
+
+    def describe_action(self, action: Any) -> str:
+        shares = (np.clip(np.asarray(action, dtype=np.float64), -1, 1) * self.config.get("hmax", 100)).astype(
+            int
+        )
+        return ", ".join(f"{t} {s:+d}" for t, s in zip(self.tickers, shares, strict=True) if s) or "hold"
+
+    def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "date": str(info["date"]),
+            "portfolio_value": float(info["portfolio_value"]),
+            "cash": float(info["cash"]),
+            "holdings": info["holdings"].tolist(),
+            "close": np.asarray(observation[self.layout["close"]], dtype=np.float64).tolist(),
+            "end_reason": info.get("end_reason"),
+        }
+
+    def trajectory_metadata(self) -> dict[str, Any]:
+        return {
+            "tickers": list(self.tickers),
+            "indicators": list(self.config.get("tech_indicators", [])),
+            "initial_amount": self.config.get("initial_amount"),
+        }
 
     def render(self, mode: str) -> Any:
         if mode != "ansi":

@@ -1,0 +1,349 @@
+"""Recording wrappers: every reset and step of an environment (or of each sub-environment) as a row.
+
+`RecordTrajectory` wraps a single ``gymnasium.Env``, `RecordVectorTrajectory` a vector environment
+(ours or gymnasium's, in either autoreset mode). Rows follow `openenv_lab.record.trajectory`; the family's
+own columns come from the adapter (``describe_action``, ``record``), so OpenEnv environments record their
+FENs, frames or portfolio values, and any other gymnasium environment still records the common columns.
+
+With ``path=...`` the recording is saved (atomically) each time an episode ends, so an interrupted kernel
+loses at most the episode in progress.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import platform
+import time
+from importlib import metadata as package_metadata
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import polars as pl
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorWrapper
+from gymnasium.vector.utils import iterate
+
+from ..client import OpenEnvError
+from .trajectory import Trajectory
+
+__all__ = ["RecordTrajectory", "RecordVectorTrajectory"]
+
+_PACKAGES = ("openenv-lab", "gymnasium", "numpy", "polars", "openenv", "chess", "ale-py", "stockstats")
+
+
+class _Rows:
+    """The rows recorded so far, and the bookkeeping of episodes, steps and returns per sub-environment."""
+
+    def __init__(self, action_space: spaces.Space[Any]) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.integer_actions = isinstance(action_space, spaces.Discrete)
+        self.episodes = 0
+        self.current: dict[int, tuple[int, int, float]] = {}  # env index -> (episode, step, return)
+
+    def reset(self, index: int, seed: Any, latency: float, family: dict[str, Any]) -> None:
+        episode = self.episodes
+        self.episodes += 1
+        self.current[index] = (episode, 0, 0.0)
+        self.rows.append(
+            {
+                "env_index": index,
+                "episode": episode,
+                "step": 0,
+                "action": None,
+                "action_label": None,
+                "reward": 0.0,
+                "return": 0.0,
+                "terminated": False,
+                "truncated": False,
+                "latency_ms": 1e3 * latency,
+                "seed": seed,
+                **family,
+            }
+        )
+
+    def step(
+        self,
+        index: int,
+        action: Any,
+        label: str,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        latency: float,
+        family: dict[str, Any],
+    ) -> None:
+        if index not in self.current:
+            raise gym.error.ResetNeeded("Reset the environment before stepping it: nothing is being recorded")
+        episode, step, total = self.current[index]
+        total += float(reward)
+        self.current[index] = (episode, step + 1, total)
+        self.rows.append(
+            {
+                "env_index": index,
+                "episode": episode,
+                "step": step + 1,
+                "action": self._action(action),
+                "action_label": label,
+                "reward": float(reward),
+                "return": total,
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "latency_ms": 1e3 * latency,
+                "seed": None,
+                **family,
+            }
+        )
+
+    def _action(self, action: Any) -> Any:
+        if self.integer_actions:
+            return int(action)
+        if isinstance(action, np.ndarray):
+            return json.dumps(action.tolist())
+        return json.dumps(action, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v))
+
+    def frame(self) -> pl.DataFrame:
+        schema = {"action": pl.Int64 if self.integer_actions else pl.Utf8, "seed": pl.Int64}
+        return pl.DataFrame(self.rows, schema_overrides=schema, infer_schema_length=None)
+
+
+def _metadata(env: gym.Env | gym.vector.VectorEnv, adapter: Any) -> dict[str, Any]:
+    """What a reader needs to reproduce the recording: env, server, versions, time."""
+    unwrapped = env.unwrapped
+    spec = getattr(env, "spec", None) or getattr(unwrapped, "spec", None)
+    info: dict[str, Any] = {
+        "env_id": spec.id if spec is not None else type(unwrapped).__name__,
+        "env_kwargs": _jsonable(spec.kwargs) if spec is not None else {},
+        "family": getattr(adapter, "family", "generic"),
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "packages": {name: _version(name) for name in _PACKAGES if _version(name)},
+    }
+    client = getattr(unwrapped, "client", None)
+    base_url = getattr(unwrapped, "base_url", None) or (getattr(unwrapped, "base_urls", None) or [None])[0]
+    if base_url is not None:
+        info["base_url"] = base_url
+    if client is not None:
+        try:
+            info["server_metadata"] = {k: v for k, v in client.metadata().items() if k != "readme_content"}
+            schema = json.dumps(client.schema(), sort_keys=True)
+            info["schema_sha256"] = hashlib.sha256(schema.encode()).hexdigest()
+        except OpenEnvError:  # a server without those routes: record what we have
+            pass
+    if adapter is not None:
+        info.update(_jsonable(adapter.trajectory_metadata()))
+    return info
+
+
+def _version(name: str) -> str | None:
+    try:
+        return package_metadata.version(name)
+    except package_metadata.PackageNotFoundError:
+        return None
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+class RecordTrajectory(gym.Wrapper):
+    """Records every reset and step of ``env``; ``.trajectory`` is the recording so far.
+
+    Args:
+        env: any gymnasium environment; OpenEnv ones (``openenv/*``) add their family's columns.
+        path: if given, where to save the recording (Parquet) each time an episode ends.
+
+    Example:
+        >>> import gymnasium as gym, openenv_lab
+        >>> env = openenv_lab.RecordTrajectory(gym.make("openenv/echo", max_steps=2))
+        >>> _ = env.reset(seed=0); _ = env.step("hi"); _ = env.step("there")
+        >>> env.trajectory.frame.select("step", "action_label", "reward", "return").rows()
+        [(0, None, 0.0, 0.0), (1, 'hi', 0.2, 0.2), (2, 'there', 0.5, 0.7)]
+        >>> env.close()
+    """
+
+    def __init__(self, env: gym.Env, path: str | Path | None = None) -> None:
+        super().__init__(env)
+        self.path = Path(path) if path is not None else None
+        self._adapter = getattr(env.unwrapped, "adapter", None)
+        self._rows = _Rows(env.action_space)
+        self._metadata = _metadata(env, self._adapter)
+        self._started = time.perf_counter()
+        self._seeds: list[Any] = []
+
+    @property
+    def trajectory(self) -> Trajectory:
+        """Everything recorded so far, including the episode in progress."""
+        metadata = {
+            **self._metadata,
+            "wall_time_s": time.perf_counter() - self._started,
+            "seeds": self._seeds,
+        }
+        if self._adapter is not None:
+            metadata.update(_jsonable(self._adapter.trajectory_metadata()))
+        return Trajectory(self._rows.frame(), metadata)
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Save the recording now (to ``path``, or the wrapper's own)."""
+        target = path or self.path
+        if target is None:
+            raise ValueError("No path: pass one to save() or to RecordTrajectory(env, path=...)")
+        return self.trajectory.save(target)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        start = time.perf_counter()
+        observation, info = self.env.reset(seed=seed, options=options)
+        latency = time.perf_counter() - start
+        used = info.get("seed", seed)
+        self._seeds.append(used)
+        self._rows.reset(0, used, latency, self._family(None, observation, info))
+        return observation, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        label = self._adapter.describe_action(action) if self._adapter is not None else _label(action)
+        start = time.perf_counter()
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        latency = time.perf_counter() - start
+        family = self._family(action, observation, info)
+        self._rows.step(0, action, label, float(reward), terminated, truncated, latency, family)
+        if (terminated or truncated) and self.path is not None:
+            self.save()
+        return observation, reward, terminated, truncated, info
+
+    def _family(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        return self._adapter.record(action, observation, info) if self._adapter is not None else {}
+
+
+class RecordVectorTrajectory(VectorWrapper):
+    """Records every sub-environment of a vector environment (``env_index`` tells them apart).
+
+    Works with `OpenEnvVectorEnv` and gymnasium's Sync/AsyncVectorEnv, in ``NEXT_STEP`` (the step after an
+    episode ends is recorded as that sub-environment's reset) and ``SAME_STEP`` (the final step comes
+    from ``info["final_obs"]``/``["final_info"]``) autoreset modes.
+
+    Example:
+        >>> import gymnasium as gym, openenv_lab
+        >>> envs = openenv_lab.RecordVectorTrajectory(gym.make_vec("openenv/echo", num_envs=2))
+        >>> _ = envs.reset(seed=0); _ = envs.step(("a", "bb"))
+        >>> envs.trajectory.frame.select("env_index", "step", "reward").rows()
+        [(0, 0, 0.0), (1, 0, 0.0), (0, 1, 0.1), (1, 1, 0.2)]
+        >>> envs.close()
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv, path: str | Path | None = None) -> None:
+        super().__init__(env)
+        self.path = Path(path) if path is not None else None
+        self._adapters = _sub_adapters(env)
+        self._rows = _Rows(env.single_action_space)
+        self._metadata = {**_metadata(env, self._adapters[0]), "num_envs": env.num_envs}
+        self._mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        self._ended = np.zeros(env.num_envs, dtype=bool)
+        self._started = time.perf_counter()
+
+    @property
+    def trajectory(self) -> Trajectory:
+        metadata = {**self._metadata, "wall_time_s": time.perf_counter() - self._started}
+        return Trajectory(self._rows.frame(), metadata)
+
+    def save(self, path: str | Path | None = None) -> Path:
+        target = path or self.path
+        if target is None:
+            raise ValueError("No path: pass one to save() or to RecordVectorTrajectory(env, path=...)")
+        return self.trajectory.save(target)
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        start = time.perf_counter()
+        mask = (options or {}).get("reset_mask")
+        observations, infos = self.env.reset(seed=seed, options=options)
+        latency = time.perf_counter() - start
+        for i, observation in enumerate(iterate(self.observation_space, observations)):
+            if mask is None or mask[i]:
+                info = _unbatch(infos, i)
+                self._rows.reset(i, info.get("seed"), latency, self._family(i, None, observation, info))
+                self._ended[i] = False
+        return observations, infos
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        actions_list = list(iterate(self.action_space, actions))
+        labels = [self._label(i, a) for i, a in enumerate(actions_list)]
+        start = time.perf_counter()
+        observations, rewards, terminations, truncations, infos = self.env.step(actions)
+        latency = time.perf_counter() - start
+        for i, observation in enumerate(iterate(self.observation_space, observations)):
+            info = _unbatch(infos, i)
+            if self._mode == AutoresetMode.NEXT_STEP and self._ended[i]:
+                self._rows.reset(i, info.get("seed"), latency, self._family(i, None, observation, info))
+            elif "final_obs" in info:  # SAME_STEP: the final step, then the reset that replaced it
+                final_info = info.pop("final_info", {})
+                final = self._family(i, actions_list[i], info.pop("final_obs"), final_info)
+                self._rows.step(
+                    i, actions_list[i], labels[i], rewards[i], terminations[i], truncations[i], latency, final
+                )
+                self._rows.reset(i, info.get("seed"), 0.0, self._family(i, None, observation, info))
+            else:
+                family = self._family(i, actions_list[i], observation, info)
+                self._rows.step(
+                    i,
+                    actions_list[i],
+                    labels[i],
+                    rewards[i],
+                    terminations[i],
+                    truncations[i],
+                    latency,
+                    family,
+                )
+        self._ended = np.logical_or(terminations, truncations)
+        if self._ended.any() and self.path is not None:
+            self.save()
+        return observations, rewards, terminations, truncations, infos
+
+    def _label(self, index: int, action: Any) -> str:
+        adapter = self._adapters[index]
+        if self._mode == AutoresetMode.NEXT_STEP and self._ended[index]:
+            return ""  # this sub-environment resets instead: the action is not used
+        return adapter.describe_action(action) if adapter is not None else _label(action)
+
+    def _family(self, index: int, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        adapter = self._adapters[index]
+        return adapter.record(action, observation, info) if adapter is not None else {}
+
+
+def _sub_adapters(env: gym.vector.VectorEnv) -> list[Any]:
+    """The adapter of each sub-environment: ours keeps a list, gymnasium's keep the envs."""
+    unwrapped = env.unwrapped
+    if hasattr(unwrapped, "adapters"):
+        return list(unwrapped.adapters)
+    envs = getattr(unwrapped, "envs", None)
+    if envs is not None:
+        return [getattr(e.unwrapped, "adapter", None) for e in envs]
+    return [None] * env.num_envs  # AsyncVectorEnv: the adapters live in other processes
+
+
+def _unbatch(infos: dict[str, Any], index: int) -> dict[str, Any]:
+    """Sub-environment ``index``'s info out of a batched info dict (the reverse of ``_add_info``)."""
+    single: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, dict):
+            nested = _unbatch(value, index)
+            if nested:
+                single[key] = nested
+            continue
+        present = infos.get(f"_{key}")
+        if present is None or present[index]:
+            single[key] = value[index]
+    return single
+
+
+def _label(action: Any) -> str:
+    if isinstance(action, np.ndarray):
+        return json.dumps(np.round(action.astype(float), 4).tolist())
+    return str(action)

@@ -1,0 +1,211 @@
+"""Recording: one tidy row per step, the family's columns, Parquet files that come back identical."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import gymnasium as gym
+import numpy as np
+import polars as pl
+import pytest
+from gymnasium.vector import AutoresetMode
+from PIL import Image
+
+import openenv_lab
+from openenv_lab.record import FORMAT_VERSION, TrajectoryFormatError, load_trajectory
+
+
+def first_legal(obs) -> int:
+    return int(np.flatnonzero(obs["action_mask"])[0])
+
+
+def play_chess(env, seed: int, steps: int = 100) -> None:
+    obs, _ = env.reset(seed=seed)
+    for _ in range(steps):
+        obs, _, terminated, truncated, _ = env.step(first_legal(obs))
+        if terminated or truncated:
+            return
+
+
+def test_chess_rows(chess_url):
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", agent_color="white", max_moves=8))
+    play_chess(env, seed=0)
+    play_chess(env, seed=1)
+    frame = env.trajectory.frame
+    env.close()
+    assert frame["episode"].to_list() == [0] * 5 + [1] * 5
+    assert frame["step"].to_list() == [0, 1, 2, 3, 4] * 2
+    first = frame.row(0, named=True)
+    assert first["action"] is None and first["action_label"] is None and first["seed"] == 0
+    assert first["fen"].startswith("rnbqkbnr/pppppppp")
+    second = frame.row(1, named=True)
+    assert second["action_label"] == f"{second['move']} ({second['action_label'].split('(')[1][:-1]})"
+    assert second["opponent_move"] is not None and second["latency_ms"] > 0
+    assert frame.filter(pl.col("step") == 4)["truncated"].to_list() == [True, True]
+    assert frame.filter(pl.col("step") == 4)["end_reason"].to_list() == ["move_limit"] * 2
+    returns = frame.group_by("episode").agg(pl.col("reward").sum(), pl.col("return").last())
+    assert (returns["reward"] == returns["return"]).all()
+
+
+def test_atari_frames_are_png_bytes_of_the_observation():
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/atari", game="pong"))
+    obs, _ = env.reset(seed=0)
+    for action in (1, 2, 3):
+        obs, *_ = env.step(action)
+    frame = env.trajectory.frame
+    env.close()
+    assert frame.schema["frame_png"] == pl.Binary
+    decoded = np.asarray(Image.open(io.BytesIO(frame["frame_png"][-1])))
+    np.testing.assert_array_equal(decoded, obs)
+    assert frame["action_label"].to_list()[1:] == ["FIRE", "RIGHT", "LEFT"]
+    assert env.trajectory.metadata["action_meanings"][0] == "NOOP"
+
+
+def test_finrl_rows_and_metadata():
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/finrl"))
+    env.reset(seed=0)
+    env.step(np.array([1.0, 0, 0, 0, 0], dtype=np.float32))
+    trajectory = env.trajectory
+    env.close()
+    row = trajectory.frame.row(1, named=True)
+    assert row["action_label"] == "ALFA +100"
+    assert row["holdings"] == [100, 0, 0, 0, 0] and len(row["close"]) == 5
+    assert row["date"] > trajectory.frame.row(0, named=True)["date"]
+    assert trajectory.metadata["tickers"] == ["ALFA", "BRVO", "CHRL", "DLTA", "ECHO"]
+    assert json.loads(row["action"]) == [1.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_save_and_load_give_back_the_same_frame_and_metadata(tmp_path, chess_url):
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=6))
+    play_chess(env, seed=3)
+    trajectory = env.trajectory
+    env.close()
+    path = trajectory.save(tmp_path / "runs" / "chess.parquet")
+    loaded = load_trajectory(path)
+    assert loaded.frame.equals(trajectory.frame)
+    metadata = loaded.metadata
+    assert metadata["format_version"] == FORMAT_VERSION
+    assert metadata["env_id"] == "openenv/chess" and metadata["base_url"] == chess_url
+    assert metadata["server_metadata"]["name"] == "chess"
+    assert metadata["server_metadata"]["version"] == openenv_lab.__version__
+    assert len(metadata["schema_sha256"]) == 64
+    assert (
+        metadata["packages"]["openenv-lab"] == openenv_lab.__version__ and "gymnasium" in metadata["packages"]
+    )
+    assert metadata["seeds"] == [3] and metadata["wall_time_s"] > 0
+    assert metadata["env_kwargs"]["max_moves"] == 6
+    assert [p.name for p in path.parent.iterdir()] == ["chess.parquet"]  # no temporary file left
+
+
+def test_autosave_keeps_finished_episodes_only(tmp_path, chess_url):
+    path = tmp_path / "auto.parquet"
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=4), path=path)
+    play_chess(env, seed=0)
+    assert load_trajectory(path).episodes == [0]
+    obs, _ = env.reset(seed=1)
+    env.step(first_legal(obs))  # ... and then the kernel dies: the file has the finished episode
+    assert load_trajectory(path).episodes == [0]
+    env.close()
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, chess_url, monkeypatch):
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=4))
+    play_chess(env, seed=0)
+    path = env.save(tmp_path / "t.parquet")
+    before = path.read_bytes()
+
+    def broken(self, file, **kwargs):
+        with open(file, "wb") as handle:
+            handle.write(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
+    with pytest.raises(OSError, match="disk full"):
+        env.save(path)
+    env.close()
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["t.parquet"]
+
+
+def test_files_that_are_not_ours_are_refused(tmp_path):
+    other = tmp_path / "other.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(other)
+    with pytest.raises(TrajectoryFormatError, match="not an openenv_lab trajectory"):
+        load_trajectory(other)
+    newer = tmp_path / "newer.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(
+        newer, metadata={"openenv_lab.trajectory": json.dumps({"format_version": FORMAT_VERSION + 1})}
+    )
+    with pytest.raises(TrajectoryFormatError, match="newer openenv_lab"):
+        load_trajectory(newer)
+    text = tmp_path / "notes.parquet"
+    text.write_text("hello")
+    with pytest.raises(TrajectoryFormatError, match="not a Parquet file"):
+        load_trajectory(text)
+    with pytest.raises(FileNotFoundError):
+        load_trajectory(tmp_path / "missing.parquet")
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
+def test_vector_recording_matches_single_env_recordings(chess_url, mode):
+    options = {"agent_color": "white", "max_moves": 6}
+    envs = openenv_lab.RecordVectorTrajectory(
+        gym.make_vec("openenv/chess", num_envs=2, autoreset_mode=mode, **options)
+    )
+    obs, _ = envs.reset(seed=10)
+    for _ in range(4):  # episodes last 3 steps: this crosses an autoreset
+        actions = np.array([int(np.flatnonzero(m)[0]) if m.any() else 0 for m in obs["action_mask"]])
+        obs, *_ = envs.step(actions)
+    recorded = envs.trajectory.frame
+    envs.close()
+    for index in (0, 1):
+        single = openenv_lab.RecordTrajectory(gym.make("openenv/chess", **options))
+        play_chess(single, seed=10 + index, steps=3)
+        expected = single.trajectory.frame.filter(pl.col("episode") == 0)
+        single.close()
+        mine = recorded.filter(
+            (pl.col("env_index") == index)
+            & (pl.col("episode") == recorded.filter(pl.col("env_index") == index)["episode"].min())
+        )
+        columns = [
+            "step",
+            "action",
+            "action_label",
+            "reward",
+            "return",
+            "terminated",
+            "truncated",
+            "seed",
+            "fen",
+            "move",
+        ]
+        assert mine.select(columns).equals(expected.select(columns))
+    # NEXT_STEP: the step after the end is the reset; SAME_STEP: the reset comes with the end.
+    expected_steps = [0, 1, 2, 3, 0] if mode == AutoresetMode.NEXT_STEP else [0, 1, 2, 3, 0, 1]
+    assert recorded.filter(pl.col("env_index") == 0)["step"].to_list() == expected_steps
+
+
+def test_gymnasiums_sync_vector_env_is_recorded_too(chess_url):
+    envs = openenv_lab.RecordVectorTrajectory(
+        gym.vector.SyncVectorEnv([lambda: gym.make("openenv/chess", max_moves=4) for _ in range(2)])
+    )
+    obs, _ = envs.reset(seed=0)
+    envs.step(np.array([int(np.flatnonzero(m)[0]) for m in obs["action_mask"]]))
+    frame = envs.trajectory.frame
+    envs.close()
+    assert frame.height == 4 and "fen" in frame.columns and frame["action_label"][2].endswith(")")
+
+
+def test_summary_and_episode_selection(chess_url):
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=4))
+    play_chess(env, seed=0)
+    play_chess(env, seed=1)
+    trajectory = env.trajectory
+    env.close()
+    summary = trajectory.summary()
+    assert summary["episode"].to_list() == [0, 1] and summary["ended"].to_list() == ["truncated"] * 2
+    assert trajectory.episode(1).frame["episode"].unique().to_list() == [1]
+    with pytest.raises(KeyError, match="No episode 7"):
+        trajectory.episode(7)
