@@ -58,6 +58,18 @@ def imported_roots(package: str) -> set[str]:
         ),
         # launchers know servers, not spaces
         ("launch", {"gymnasium", "openenv", "openenv_lab.adapters", "openenv_lab.envs"}),
+        # widgets read recorded frames; they never talk to servers
+        (
+            "widgets",
+            {
+                "websockets",
+                "httpx",
+                "openenv",
+                "openenv_lab.client",
+                "openenv_lab.envs",
+                "openenv_lab.launch",
+            },
+        ),
     ],
 )
 def test_layers_import_only_what_they_may(package, forbidden):

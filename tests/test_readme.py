@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,10 @@ def python_blocks() -> list[str]:
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
     prelude = "import gymnasium as gym\nimport openenv_lab\n"
-    return subprocess.run(
-        [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300, cwd=ROOT
-    )
+    with tempfile.TemporaryDirectory() as scratch:  # examples may write files (runs/...): not in the repo
+        return subprocess.run(
+            [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300, cwd=scratch
+        )
 
 
 def test_the_first_example_plays_a_game_to_the_end():

@@ -1,0 +1,144 @@
+"""Static HTML: a trajectory replay that needs no kernel (GitHub, nbviewer, exported notebooks, e-mail).
+
+`trajectory_html` renders every step's panes once (with the family's renderer), embeds them in one page
+with a small scrubber (a range input, play/pause, the step table) written in plain JavaScript, and caps
+the size: above ``max_bytes`` it keeps every k-th step and says so on the page, or refuses when
+``sample=False``. `write_html` writes a page atomically.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .renderers import equity_curve_html, renderer_for, step_table
+
+if TYPE_CHECKING:
+    from ..record.trajectory import Trajectory
+
+__all__ = ["DEFAULT_MAX_BYTES", "trajectory_html", "write_html"]
+
+#: The largest page we write by default: notebooks and browsers slow down beyond this.
+DEFAULT_MAX_BYTES = 20_000_000
+
+
+def trajectory_html(
+    trajectory: Trajectory,
+    *,
+    episode: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    sample: bool = True,
+    fps: int = 4,
+) -> str:
+    """A self-contained HTML replay of one episode (the first by default)."""
+    if not trajectory.episodes:
+        return (
+            "<p><i>Empty trajectory: nothing was recorded yet (reset and step the environment first).</i></p>"
+        )
+    number = trajectory.episodes[0] if episode is None else episode
+    rows = trajectory.episode(number).frame
+    family = trajectory.family
+    renderer = renderer_for(family)
+    metadata = trajectory.metadata
+
+    static_main = family == "finrl"  # one equity curve for every step (no per-step redraw)
+    # Estimate the page from a few steps spread over the episode, then keep every k-th step if needed.
+    probes = sorted({round(k * (rows.height - 1) / 19) for k in range(20)})
+    sampled = [_frame(renderer, rows, i, metadata, static_main) for i in probes]
+    per_step = len(json.dumps(sampled)) / len(probes)
+    estimate = per_step * rows.height
+    stride = 1
+    if estimate > max_bytes:
+        if not sample:
+            raise ValueError(
+                f"This episode would make a page of about {estimate / 1e6:.0f} MB, over the "
+                f"{max_bytes / 1e6:.0f} MB cap: pass sample=True to keep every k-th step, or max_bytes=..."
+            )
+        stride = int(-(-estimate // max_bytes))
+    while True:
+        frames = [_frame(renderer, rows, i, metadata, static_main) for i in range(0, rows.height, stride)]
+        if len(json.dumps(frames)) <= max_bytes or stride >= rows.height:
+            break
+        stride *= 2  # the estimate was short: halve again
+    note = ""
+    if stride > 1:
+        note = f"Showing every {stride}th of {rows.height} steps to stay under {max_bytes / 1e6:.0f} MB."
+    header = equity_curve_html(rows, cursor=None, metadata=metadata) if static_main else ""
+    title = f"{metadata.get('env_id', 'trajectory')} · episode {number}"
+    return _page(title, header, frames, note, fps)
+
+
+def _frame(
+    renderer: Any, rows: Any, index: int, metadata: dict[str, Any], static_main: bool
+) -> dict[str, str]:
+    panes = renderer(rows, index, metadata)
+    return {
+        "main": "" if static_main else panes["main"],
+        "side": panes["side"],
+        "table": step_table(rows, index),
+        "step": str(rows["step"][index]),
+    }
+
+
+def _page(title: str, header: str, frames: list[dict[str, str]], note: str, fps: int) -> str:
+    uid = "oel" + uuid.uuid4().hex[:8]
+    data = json.dumps(frames).replace("</", "<\\/")  # never close the script element early
+    delay = max(20, int(1000 / max(1, fps)))
+    return f"""<div id="{uid}" style="font-family:sans-serif">
+<div style="font-weight:600;margin-bottom:4px">{html.escape(title)}</div>
+{f'<div style="color:#a05a00;font-size:12px">{html.escape(note)}</div>' if note else ""}
+{header}
+<div style="display:flex;gap:16px;align-items:flex-start">
+  <div class="main"></div><div class="side"></div><div class="table"></div>
+</div>
+<div style="margin-top:6px">
+  <button class="play">&#9654; play</button>
+  <input class="scrub" type="range" min="0" max="{len(frames) - 1}" value="0" style="width:320px">
+  <span class="label"></span>
+</div>
+<script>
+(function() {{
+  var root = document.getElementById("{uid}"), frames = {data}, timer = null;
+  var scrub = root.querySelector(".scrub"), button = root.querySelector(".play");
+  function show(i) {{
+    var f = frames[i];
+    root.querySelector(".main").innerHTML = f.main;
+    root.querySelector(".side").innerHTML = f.side;
+    root.querySelector(".table").innerHTML = f.table;
+    root.querySelector(".label").textContent = "step " + f.step;
+  }}
+  scrub.addEventListener("input", function() {{ show(+scrub.value); }});
+  button.addEventListener("click", function() {{
+    if (timer) {{ clearInterval(timer); timer = null; button.innerHTML = "&#9654; play"; return; }}
+    button.innerHTML = "&#10074;&#10074; pause";
+    timer = setInterval(function() {{
+      if (+scrub.value >= frames.length - 1) {{ scrub.value = 0; }} else {{ scrub.value = +scrub.value + 1; }}
+      show(+scrub.value);
+    }}, {delay});
+  }});
+  show(0);
+}})();
+</script>
+</div>"""
+
+
+def write_html(path: str | os.PathLike[str], page: str) -> Path:
+    """Write a page as a complete HTML document, atomically (temporary file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = '<!doctype html>\n<html><head><meta charset="utf-8"><title>openenv_lab</title></head><body>\n'
+    document = f"{head}{page}\n</body></html>\n"
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(document)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,187 @@
+"""`RewardCurve`: episode returns drawn while training runs, with a rolling mean and band.
+
+Feed it finished episodes (`RewardCurve.add_episode`), or per-step rewards and episode ends
+(`RewardCurve.track`, scalars or vector-env arrays), or hand Stable-Baselines3 its callback
+(`RewardCurve.sb3_callback`). Redraws are throttled (at most every ``redraw_every`` seconds) so a fast
+training loop does not spend its time drawing; `RewardCurve.redraw` forces one. The figure is a PNG in a
+stock ``ipywidgets.Image``, and ``_repr_html_``/``to_html`` give the same picture without a kernel.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import time
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+
+from .html import write_html
+
+__all__ = ["RewardCurve"]
+
+
+class RewardCurve:
+    """A live plot of episode returns against environment steps (or episodes).
+
+    Args:
+        window: episodes in the rolling mean and band.
+        x: ``"steps"`` (environment steps, the default) or ``"episodes"``.
+        title: the plot's title.
+        redraw_every: the least number of seconds between two redraws.
+
+    Example:
+        >>> curve = RewardCurve(window=3, redraw_every=0)
+        >>> for episode_return in [1.0, 0.0, 2.0, 3.0]:
+        ...     curve.add_episode(episode_return, length=10)
+        >>> curve.returns, curve.steps
+        ([1.0, 0.0, 2.0, 3.0], [10, 20, 30, 40])
+        >>> round(curve.rolling_mean()[-1], 3)
+        1.667
+    """
+
+    def __init__(
+        self, *, window: int = 20, x: str = "steps", title: str = "Episode return", redraw_every: float = 0.5
+    ) -> None:
+        if x not in ("steps", "episodes"):
+            raise ValueError(f"x must be 'steps' or 'episodes', got {x!r}")
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        self.window = window
+        self.x = x
+        self.title = title
+        self.redraw_every = redraw_every
+        self.returns: list[float] = []
+        self.steps: list[int] = []
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="640px"))
+        self.caption = widgets.HTML("<i>No finished episode yet.</i>")
+        self.widget = widgets.VBox([self.image, self.caption])
+        self._total_steps = 0
+        self._running: np.ndarray | None = None
+        self._lengths: np.ndarray | None = None
+        self._last_draw = 0.0
+
+    # ------------------------------------------------------------------ feeding
+
+    def add_episode(
+        self, episode_return: float, *, length: int | None = None, step: int | None = None
+    ) -> None:
+        """One finished episode: its return, and its length or the global step it ended at."""
+        if step is None:
+            self._total_steps += int(length or 0)
+            step = self._total_steps
+        else:
+            self._total_steps = int(step)
+        self.returns.append(float(episode_return))
+        self.steps.append(int(step))
+        self._maybe_redraw()
+
+    def track(self, rewards: Any, dones: Any) -> None:
+        """Per-step feeding: rewards and episode ends (``terminated | truncated``), scalars or arrays."""
+        rewards = np.atleast_1d(np.asarray(rewards, dtype=np.float64))
+        dones = np.atleast_1d(np.asarray(dones, dtype=bool))
+        if self._running is None or self._running.shape != rewards.shape:
+            self._running = np.zeros_like(rewards)
+            self._lengths = np.zeros(rewards.shape, dtype=np.int64)
+        assert self._lengths is not None
+        self._running += rewards
+        self._lengths += 1
+        self._total_steps += rewards.size
+        for index in np.flatnonzero(dones):
+            self.returns.append(float(self._running[index]))
+            self.steps.append(self._total_steps)
+            self._running[index] = 0.0
+            self._lengths[index] = 0
+        if dones.any():
+            self._maybe_redraw()
+
+    def sb3_callback(self) -> Any:
+        """A Stable-Baselines3 callback feeding this curve (reads the ``episode`` info of Monitor or
+        ``RecordEpisodeStatistics`` when present, else accumulates rewards itself)."""
+        from stable_baselines3.common.callbacks import BaseCallback
+
+        curve = self
+
+        class _RewardCurveCallback(BaseCallback):
+            def _on_step(self) -> bool:
+                infos = self.locals.get("infos", [])
+                finished = [info["episode"] for info in infos if isinstance(info, dict) and "episode" in info]
+                if finished:
+                    for episode in finished:
+                        curve.add_episode(float(np.asarray(episode["r"]).item()), step=self.num_timesteps)
+                else:
+                    curve.track(self.locals.get("rewards", 0.0), self.locals.get("dones", False))
+                return True
+
+            def _on_training_end(self) -> None:
+                curve.redraw()
+
+        return _RewardCurveCallback()
+
+    # ------------------------------------------------------------------ drawing
+
+    def rolling_mean(self) -> list[float]:
+        values = np.asarray(self.returns, dtype=np.float64)
+        return [float(values[max(0, i - self.window + 1) : i + 1].mean()) for i in range(len(values))]
+
+    def _maybe_redraw(self) -> None:
+        if time.monotonic() - self._last_draw >= self.redraw_every:
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Draw now (ignores the throttle)."""
+        self._last_draw = time.monotonic()
+        self.image.value = self.png()
+        if self.returns:
+            recent = self.returns[-self.window :]
+            self.caption.value = (
+                f"{len(self.returns)} episodes, {self._total_steps:,} steps; last {len(recent)}: "
+                f"mean {np.mean(recent):+.3g}, best {max(self.returns):+.3g}"
+            )
+
+    def png(self) -> bytes:
+        """The plot as PNG bytes."""
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(6.4, 3.2), dpi=80)
+        axes = figure.subplots()
+        xs = np.asarray(self.steps if self.x == "steps" else range(1, len(self.returns) + 1))
+        if self.returns:
+            values = np.asarray(self.returns)
+            mean = np.asarray(self.rolling_mean())
+            spread = np.asarray(
+                [values[max(0, i - self.window + 1) : i + 1].std() for i in range(len(values))]
+            )
+            axes.plot(xs, values, ".", color="#9db7e8", markersize=3, label="episode return")
+            axes.plot(xs, mean, color="#2f6fdd", label=f"mean of last {self.window}")
+            axes.fill_between(xs, mean - spread, mean + spread, color="#2f6fdd", alpha=0.15, label="± 1 std")
+            axes.legend(loc="lower right", fontsize=8)
+        else:
+            axes.text(0.5, 0.5, "no finished episode yet", ha="center", va="center", transform=axes.transAxes)
+        axes.set_xlabel("environment steps" if self.x == "steps" else "episodes")
+        axes.set_ylabel("return")
+        axes.set_title(self.title)
+        axes.grid(alpha=0.3)
+        figure.tight_layout()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        if not self.image.value:
+            self.redraw()
+        display(self.widget)
+
+    def _repr_html_(self) -> str:
+        encoded = base64.b64encode(self.png()).decode("ascii")
+        return f'<img src="data:image/png;base64,{encoded}" alt="{self.title}">'
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        page = self._repr_html_()
+        if path is not None:
+            write_html(path, page)
+        return page

@@ -1,0 +1,177 @@
+"""The viewer in a real browser: JupyterLab on loopback, Debian's Chromium driven by Playwright.
+
+A notebook records a short chess game and shows the viewer; the test runs it, moves the slider with the
+keyboard and presses Play, and checks through the page that the board changed. Screenshots go to
+``test-artifacts/``. Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped, saying so, without.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import wait_for
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).parent.parent.parent / "test-artifacts"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM), reason="Chromium is not installed (apt install chromium)"
+    ),
+]
+
+NOTEBOOK_CELLS = [
+    "import gymnasium as gym, numpy as np, openenv_lab\n"
+    'env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", agent_color="white", max_moves=40))\n'
+    "obs, _ = env.reset(seed=0)\n"
+    "for _ in range(8):\n"
+    '    obs, *_ = env.step(int(np.flatnonzero(obs["action_mask"])[0]))',
+    "viewer = openenv_lab.show(env)\nviewer",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+            for source in NOTEBOOK_CELLS
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "viewer.ipynb").write_text(json.dumps(notebook))
+    settings = Path(tempfile.mkdtemp())
+    (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
+    port = free_port()
+    environment = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=tempfile.mkdtemp(),
+        JUPYTER_RUNTIME_DIR=tempfile.mkdtemp(),
+        PYTHONPATH=str(Path(__file__).parent.parent.parent),
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            "--ServerApp.disable_check_xsrf=True",
+            f"--ServerApp.root_dir={tmp_path}",
+            "--allow-root",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            f"--LabApp.user_settings_dir={settings}",
+        ],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    try:
+        assert wait_for(up, timeout=60), "JupyterLab did not start"
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_the_viewer_plays_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{lab}/lab/tree/viewer.ipynb", wait_until="domcontentloaded")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+            time.sleep(2)  # the indicator says idle a moment before the kernel takes requests
+            page.locator(".jp-Cell").first.click()
+            page.keyboard.press("Escape")  # command mode: Shift+Enter runs a cell and selects the next
+            for _ in NOTEBOOK_CELLS:
+                page.keyboard.press("Shift+Enter")
+            slider = page.locator(".widget-slider .noUi-handle").first
+            try:
+                slider.wait_for(timeout=120_000)
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / "viewer-failed.png"))  # what the notebook showed
+                raise
+            board = page.locator(".widget-html-content svg").first
+            board.wait_for(timeout=60_000)
+            before = board.inner_html()
+            page.screenshot(path=str(ARTIFACTS / "viewer-step-0.png"))
+
+            slider.focus()
+            for _ in range(3):
+                page.keyboard.press("ArrowRight")
+            page.wait_for_function(
+                "before => document.querySelector('.widget-html-content svg').innerHTML !== before",
+                arg=before,
+                timeout=30_000,
+            )
+            assert page.locator(".widget-readout").first.inner_text() == "3"
+            after_slider = board.inner_html()
+            page.screenshot(path=str(ARTIFACTS / "viewer-step-3.png"))
+
+            page.locator(".widget-play button").first.click()  # Play: the kernel-side link moves the slider
+            time.sleep(1.5)
+            page.wait_for_function(
+                "() => Number(document.querySelector('.widget-readout').innerText) > 3", timeout=30_000
+            )
+            page.screenshot(path=str(ARTIFACTS / "viewer-playing.png"))
+            assert before != after_slider != page.locator(".widget-html-content svg").first.inner_html()
+        finally:
+            browser.close()

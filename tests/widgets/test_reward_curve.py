@@ -1,0 +1,71 @@
+"""RewardCurve: fed by episodes, by per-step arrays, and by Stable-Baselines3; throttled; static HTML."""
+
+from __future__ import annotations
+
+import io
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from PIL import Image
+
+from openenv_lab.widgets import RewardCurve
+
+
+def test_episodes_steps_and_rolling_mean():
+    curve = RewardCurve(window=2, redraw_every=0)
+    for value in (1.0, 3.0, 5.0):
+        curve.add_episode(value, length=4)
+    assert curve.steps == [4, 8, 12]
+    assert curve.rolling_mean() == [1.0, 2.0, 4.0]
+    picture = Image.open(io.BytesIO(curve.image.value))
+    assert picture.size == (512, 256)
+    assert "3 episodes, 12 steps" in curve.caption.value
+
+
+def test_track_follows_each_sub_environment_of_a_vector_env():
+    curve = RewardCurve(redraw_every=0)
+    curve.track(np.array([1.0, 2.0]), np.array([False, False]))
+    curve.track(np.array([1.0, 2.0]), np.array([True, False]))
+    curve.track(np.array([5.0, 2.0]), np.array([False, True]))
+    assert curve.returns == [2.0, 6.0]
+    assert curve.steps == [4, 6]
+
+
+def test_redraws_are_throttled():
+    curve = RewardCurve(redraw_every=3600)
+    curve.add_episode(1.0, length=1)  # the first finished episode draws
+    first = curve.image.value
+    curve.add_episode(2.0, length=1)
+    assert curve.image.value == first  # within the hour: no redraw
+    curve.redraw()
+    assert curve.image.value != first
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="x must be"):
+        RewardCurve(x="time")
+    with pytest.raises(ValueError, match="window"):
+        RewardCurve(window=0)
+
+
+@pytest.mark.slow
+def test_stable_baselines3_callback():
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.monitor import Monitor
+
+    curve = RewardCurve(redraw_every=0)
+    env = Monitor(gym.make("CartPole-v1"))
+    PPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=1, seed=0, device="cpu").learn(
+        512, callback=curve.sb3_callback()
+    )
+    assert len(curve.returns) >= 5 and curve.steps[-1] <= 512
+    assert all(r >= 1 for r in curve.returns)  # CartPole pays 1 per step
+
+
+def test_static_html(tmp_path):
+    curve = RewardCurve()
+    curve.add_episode(1.0, length=3)
+    page = curve.to_html(tmp_path / "curve.html")
+    assert page.startswith('<img src="data:image/png;base64,')
+    assert (tmp_path / "curve.html").read_text().startswith("<!doctype html>")
