@@ -169,12 +169,13 @@ class RewardCurve:
         figure.savefig(buffer, format="png")
         return buffer.getvalue()
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        # The live widget, and the picture as it is now for renderers without a kernel (GitHub, nbviewer).
         if not self.image.value:
             self.redraw()
-        display(self.widget)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = self._repr_html_()
+        return bundle
 
     def _repr_html_(self) -> str:
         encoded = base64.b64encode(self.png()).decode("ascii")

@@ -19,7 +19,10 @@ from ..record.trajectory import Trajectory, load_trajectory
 from .html import trajectory_html, write_html
 from .renderers import renderer_for, step_table
 
-__all__ = ["TrajectoryViewer", "compare", "show"]
+__all__ = ["NOTEBOOK_FALLBACK_BYTES", "TrajectoryViewer", "compare", "show"]
+
+#: Size cap of the static replay saved in a notebook beside the live widget (for GitHub, nbviewer).
+NOTEBOOK_FALLBACK_BYTES = 2_000_000
 
 
 class TrajectoryViewer:
@@ -121,10 +124,14 @@ class TrajectoryViewer:
     def _label(number: int, row: dict[str, Any]) -> str:
         return f"{number}: {row['steps']} steps, return {row['return']:+.3g}, {row['ended']}"
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        # The live widget for Jupyter front ends, and a static replay (kept small) for renderers without a
+        # kernel, such as GitHub and nbviewer, which show the text/html of a saved notebook instead.
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = trajectory_html(
+            self.trajectory, episode=self.episode_picker.value, max_bytes=NOTEBOOK_FALLBACK_BYTES
+        )
+        return bundle
 
     def _repr_html_(self) -> str:
         return trajectory_html(self.trajectory, episode=self.episode_picker.value)
@@ -144,10 +151,8 @@ class _Message:
         self.text = text
         self.widget = widgets.HTML(f"<i>{html.escape(text)}</i>")
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        return {"text/plain": self.text, "text/html": self.widget.value}
 
     def _repr_html_(self) -> str:
         return self.widget.value
@@ -205,10 +210,12 @@ class Comparison:
         for viewer in (self.left, self.right):
             viewer.step = change["new"]  # clamped to each episode's length
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = (
+            self.left._repr_mimebundle_()["text/html"] + self.right._repr_mimebundle_()["text/html"]
+        )
+        return bundle
 
 
 def compare(first: Any, second: Any, *, labels: tuple[str, str] = ("A", "B")) -> Comparison:

@@ -69,3 +69,11 @@ def test_static_html(tmp_path):
     page = curve.to_html(tmp_path / "curve.html")
     assert page.startswith('<img src="data:image/png;base64,')
     assert (tmp_path / "curve.html").read_text().startswith("<!doctype html>")
+
+
+def test_notebooks_keep_the_picture_beside_the_widget():
+    curve = RewardCurve()
+    curve.add_episode(1.0, length=3)
+    bundle = curve._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/html"].startswith('<img src="data:image/png;base64,')

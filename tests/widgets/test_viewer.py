@@ -125,3 +125,11 @@ def test_static_html_is_self_contained(chess_trajectory, tmp_path):
     assert text.count('"step": "') == steps  # every step is in the page ...
     assert text.count("<svg") == steps  # ... with its board
     assert chess_trajectory._repr_html_().startswith("<div")
+
+
+def test_notebooks_keep_a_static_replay_beside_the_widget(chess_trajectory):
+    bundle = show(chess_trajectory)._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # Jupyter shows the live viewer
+    assert bundle["text/html"].startswith("<div") and "<svg" in bundle["text/html"]  # GitHub shows this
+    pair = compare(chess_trajectory.episode(0), chess_trajectory.episode(1))._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in pair and pair["text/html"].count("<script>") == 2
