@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import io
+import weakref
 import zlib
 from typing import Any, ClassVar
 
@@ -55,7 +56,14 @@ class ScreenProxy:
     """The part of ``ale_py.ALEInterface`` that wrappers read, answered from the last observation."""
 
     def __init__(self, adapter: AtariAdapter) -> None:
-        self._adapter = adapter
+        self._adapter_ref = weakref.ref(adapter)  # no cycle: an unused env is freed (and closed) at once
+
+    @property
+    def _adapter(self) -> AtariAdapter:
+        adapter = self._adapter_ref()
+        if adapter is None:
+            raise ReferenceError("The environment behind this ALE proxy is gone")
+        return adapter
 
     def lives(self) -> int:
         return self._adapter.lives

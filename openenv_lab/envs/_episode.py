@@ -8,19 +8,46 @@ generator behind seeds, whether the episode is over, and the warning for servers
 
 from __future__ import annotations
 
+import gc
+import time
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from ..adapters import Adapter
-from ..client import StepResult
+from ..client import CapacityError, StepResult
 
-__all__ = ["Episode"]
+T = TypeVar("T")
+
+__all__ = ["Episode", "retry_after_collecting"]
 
 _SEED_UNCONFIRMED: set[str] = set()  # servers already warned about, so the warning shows once
+
+
+def retry_after_collecting(open_session: Callable[[], T], patience: float = 2.0) -> T:
+    """``open_session()``, and if the server is full, once more after collecting this process's garbage.
+
+    Environments that nothing references any more (a notebook cell run again rebinds ``env``; an env caught
+    in a reference cycle) keep their session until they are collected, and then close it. Collecting them
+    frees their slots, so re-running a notebook never fails on "server full" because of its own past.
+    """
+    try:
+        return open_session()
+    except CapacityError:
+        if gc.collect() == 0:
+            raise  # nothing was waiting to be collected: the server is full of other people's sessions
+    deadline = time.monotonic() + patience
+    while True:  # the server frees a slot once it has seen the closed connection
+        try:
+            return open_session()
+        except CapacityError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class Episode:

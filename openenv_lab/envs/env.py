@@ -15,7 +15,7 @@ import gymnasium as gym
 from ..adapters import ADAPTERS, Adapter
 from ..client import Client, Keepalive, Session, SessionClosed, Timeouts
 from ..launch import Launcher, RemoteServer, shared_embedded_server
-from ._episode import Episode
+from ._episode import Episode, retry_after_collecting
 
 __all__ = ["OpenEnvEnv"]
 
@@ -84,7 +84,7 @@ class OpenEnvEnv(gym.Env):
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         try:
             self.adapter.connect(self.client)
-            self._session = self.client.session()
+            self._session = retry_after_collecting(self.client.session)
             if self.adapter.needs_probe:
                 self.adapter.probe(self._session.reset(**self.adapter.reset_kwargs(None, None)))
         except BaseException:
@@ -120,7 +120,7 @@ class OpenEnvEnv(gym.Env):
             self.client = Client(url, timeouts=old.timeouts, keepalive=old.keepalive, headers=old.headers)
             old.close()
             self.base_url = self.episode.base_url = url
-        self._session = self.client.session()
+        self._session = retry_after_collecting(self.client.session)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         payload = self.episode.step_request(action)

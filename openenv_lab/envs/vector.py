@@ -32,7 +32,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from ..adapters import Adapter
 from ..client import AsyncSession, CapacityError, Client, Keepalive, OpenEnvError, StepResult, Timeouts
 from ..launch import shared_embedded_server
-from ._episode import Episode
+from ._episode import Episode, retry_after_collecting
 from .env import _make_adapter
 
 __all__ = ["OpenEnvVectorEnv"]
@@ -134,7 +134,7 @@ class OpenEnvVectorEnv(VectorEnv):
         self._loop = _LoopThread()
         self._sessions: list[AsyncSession] = []
         try:
-            self._sessions = self._loop.run(self._open_sessions())
+            self._sessions = retry_after_collecting(lambda: self._loop.run(self._open_sessions()))
             self._connect_adapters(headers)
         except BaseException:
             self.close()

@@ -221,3 +221,19 @@ def test_against_an_official_style_server(official_chess):
         assert info["end_reason"] == official_end_reason(env, max_moves=500)
         assert terminated == (info["end_reason"] != "move_limit") != truncated
     env.close()
+
+
+def test_a_cell_run_again_does_not_fail_on_a_full_server():
+    """An env that nothing references any more (here: caught in a reference cycle, as a notebook's old
+    objects can be) is collected when the server is full, which closes its session and frees the slot."""
+    from openenv_lab.launch import EmbeddedServer
+
+    with EmbeddedServer("chess", max_sessions=1) as server:
+        first = gym.make("openenv/chess", base_url=server.base_url)
+        first.unwrapped.loop_back = first  # a cycle: refcounting alone will not free it
+        del first
+        second = gym.make("openenv/chess", base_url=server.base_url)  # would be "server full" before
+        second.reset(seed=0)
+        with pytest.raises(openenv_lab.CapacityError):
+            gym.make("openenv/chess", base_url=server.base_url)  # a live session is never taken away
+        second.close()
