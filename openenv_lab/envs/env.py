@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from ..adapters import ADAPTERS, Adapter
-from ..client import Client, Keepalive, Session, SessionClosed, Timeouts
-from ..launch import Launcher, RemoteServer, shared_embedded_server
+from ..client import Client, ConnectError, Keepalive, ProtocolError, Session, SessionClosed, Timeouts
+from ..launch import EmbeddedServer, Launcher, RemoteServer, shared_embedded_server
 from ._episode import Episode, retry_after_collecting
 
 __all__ = ["OpenEnvEnv"]
@@ -114,13 +114,21 @@ class OpenEnvEnv(gym.Env):
 
     def _reconnect(self) -> None:
         """Open a new session, restarting an embedded server that died (it may come back on a new port)."""
-        url = self.launcher.start()
-        if url != self.base_url:
-            old = self.client
-            self.client = Client(url, timeouts=old.timeouts, keepalive=old.keepalive, headers=old.headers)
-            old.close()
-            self.base_url = self.episode.base_url = url
-        self._session = retry_after_collecting(self.client.session)
+        for attempt in range(2):
+            url = self.launcher.start()
+            if url != self.base_url:
+                old = self.client
+                self.client = Client(url, timeouts=old.timeouts, keepalive=old.keepalive, headers=old.headers)
+                old.close()
+                self.base_url = self.episode.base_url = url
+            try:
+                self._session = retry_after_collecting(self.client.session)
+                return
+            except (ConnectError, ProtocolError):
+                # A server killed a moment ago refuses or drops connections before it can be reaped:
+                # once it has exited, start() launches a new one.
+                if attempt or not isinstance(self.launcher, EmbeddedServer) or not self.launcher.exited(2.0):
+                    raise
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         payload = self.episode.step_request(action)

@@ -6,7 +6,9 @@ free loopback port, announces it, and is health-checked before use.
 
 Lifetime: one server per (name, options) is shared by every environment of the process
 (`shared_embedded_server`); it stops at interpreter exit, and it also stops by itself if this process
-dies without running exit handlers (it watches its standard input, whose other end we hold).
+dies without running exit handlers (it watches its standard input, whose other end we hold). An
+`EmbeddedServer` that is dropped without `stop()` (a notebook cell run twice rebinds the name) stops when
+it is garbage collected.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from typing import Any
 
 from ..client.errors import LaunchError, OpenEnvError
@@ -68,7 +71,9 @@ class EmbeddedServer:
         self._owner_pid = os.getpid()
         self._log: collections.deque[str] = collections.deque(maxlen=200)
         self._announced = threading.Event()
+        self._announced_url: list[str] = []
         self._reader: threading.Thread | None = None
+        self._finalizer: weakref.finalize | None = None
 
     @property
     def running(self) -> bool:
@@ -109,15 +114,22 @@ class EmbeddedServer:
             start_new_session=sys.platform != "win32",  # Ctrl+C in the parent must not kill it mid-use
         )
         self._owner_pid = os.getpid()
+        # Neither the reader thread nor the finalizer holds `self`: a dropped server can be collected.
+        self._finalizer = weakref.finalize(self, _abandon, self._process, self._owner_pid)
+        self._announced_url.clear()
         try:
-            self._reader = threading.Thread(target=self._read_output, args=(self._process,), daemon=True)
+            self._reader = threading.Thread(
+                target=_read_output,
+                args=(self._process, self._log, self._announced, self._announced_url),
+                daemon=True,
+            )
             self._reader.start()
             while not self._announced.wait(0.05):
                 if self._process.poll() is not None:
                     self._fail(f"exited with status {self._process.returncode} while starting")
                 if time.monotonic() - started > self.startup_timeout:
                     self._fail(f"did not start listening within {self.startup_timeout:g} s")
-            assert self.base_url is not None
+            self.base_url = self._announced_url[0]
             remaining = max(1.0, self.startup_timeout - (time.monotonic() - started))
             try:
                 with Client(self.base_url) as client:
@@ -133,6 +145,9 @@ class EmbeddedServer:
         """Stop the server: close its input (it shuts down gracefully), then terminate, then kill."""
         process, self._process = self._process, None
         self.base_url = None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
         if process is None or os.getpid() != self._owner_pid:
             return
         if process.poll() is None:
@@ -151,6 +166,17 @@ class EmbeddedServer:
             if stream is not None:
                 stream.close()
 
+    def exited(self, timeout: float = 0.0) -> bool:
+        """Whether the server process has exited, waiting up to ``timeout`` seconds for it to do so."""
+        process = self._process
+        if process is None:
+            return True
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def logs(self) -> str:
         """The last lines the server printed (its errors and warnings)."""
         return "\n".join(self._log)
@@ -166,19 +192,6 @@ class EmbeddedServer:
         state = self.base_url if self.running else "stopped"
         return f"<EmbeddedServer {self.name} {state}>"
 
-    def _read_output(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
-        try:
-            for line in process.stdout:
-                line = line.rstrip("\n")
-                if not self._announced.is_set() and line.startswith(ANNOUNCE_PREFIX):
-                    self.base_url = line.split(maxsplit=1)[1]
-                    self._announced.set()
-                else:
-                    self._log.append(line)
-        except (OSError, ValueError):
-            pass  # the pipe was closed by stop()
-
     def _fail(self, what: str) -> None:
         if self._reader is not None:
             # Let the reader drain what an exited process printed (it ends at end-of-file).
@@ -190,6 +203,43 @@ class EmbeddedServer:
             + (f" Its output ended with:\n{_tail(log)}" if log else " It printed nothing.")
             + f"\nCommand: {' '.join(self.command())}"
         )
+
+
+def _read_output(
+    process: subprocess.Popen[str], log: collections.deque[str], announced: threading.Event, url: list[str]
+) -> None:
+    """Read the server's output until it ends: its announced URL, then its log lines."""
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            line = line.rstrip("\n")
+            if not announced.is_set() and line.startswith(ANNOUNCE_PREFIX):
+                url.append(line.split(maxsplit=1)[1])
+                announced.set()
+            else:
+                log.append(line)
+    except (OSError, ValueError):
+        pass  # the pipe was closed by stop()
+
+
+def _abandon(process: subprocess.Popen[str], owner_pid: int) -> None:
+    """Stop the process of a server that was garbage collected while running, without blocking."""
+    if os.getpid() != owner_pid or process.poll() is not None:
+        return
+    try:
+        if process.stdin is not None:
+            process.stdin.close()  # the server exits by itself when its input closes
+    except OSError:
+        pass
+
+    def reap() -> None:
+        try:
+            process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    threading.Thread(target=reap, daemon=True).start()
 
 
 def _tail(text: str, lines: int = 25) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -45,6 +46,18 @@ def test_a_stopped_server_is_gone_and_its_port_refuses():
     server.stop()
     assert wait_for(lambda: not alive(pid))
     assert not server.running
+    with pytest.raises(openenv_lab.ConnectError):
+        Session(url)
+
+
+def test_a_dropped_server_stops_when_it_is_collected():
+    # A notebook cell run twice rebinds `server = EmbeddedServer(...)`: the first server must not linger.
+    server = EmbeddedServer("echo")
+    url = server.start()
+    pid = server._process.pid
+    del server
+    gc.collect()
+    assert wait_for(lambda: not alive(pid))
     with pytest.raises(openenv_lab.ConnectError):
         Session(url)
 
