@@ -76,7 +76,7 @@ def trajectory_html(
 def _frame(
     renderer: Any, rows: Any, index: int, metadata: dict[str, Any], static_main: bool
 ) -> dict[str, str]:
-    panes = renderer(rows, index, metadata)
+    panes = renderer(rows, index, metadata, main=not static_main)
     return {
         "main": "" if static_main else panes["main"],
         "side": panes["side"],

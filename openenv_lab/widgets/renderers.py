@@ -1,7 +1,8 @@
 """How each environment family draws one recorded step: HTML for the viewer's panes, from rows only.
 
 A renderer turns an episode's rows (a polars frame) and a step index into two HTML fragments: ``main``
-(the board, the frame, the equity curve) and ``side`` (the move list, lives and score, holdings). The live
+(the board, the frame, the equity curve) and ``side`` (the move list, lives and score, holdings); with
+``main=False`` it may skip the main pane (the static export draws FinRL's curve once, not per step). The live
 widget and the static HTML export use the same fragments, so both show the same thing. Renderers never
 talk to servers: everything comes from the recorded columns and the trajectory's metadata.
 
@@ -23,7 +24,7 @@ import polars as pl
 __all__ = ["Panes", "register_renderer", "renderer_for", "step_table"]
 
 Panes = dict[str, str]
-Renderer = Callable[[pl.DataFrame, int, dict[str, Any]], Panes]
+Renderer = Callable[..., Panes]  # (episode rows, step index, metadata, *, main=True) -> panes
 
 _RENDERERS: dict[str, Renderer] = {}
 
@@ -66,7 +67,7 @@ def step_table(episode: pl.DataFrame, index: int, around: int = 4) -> str:
 
 
 @register_renderer("chess")
-def chess_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any]) -> Panes:
+def chess_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any], *, main: bool = True) -> Panes:
     import chess
     import chess.svg
 
@@ -146,7 +147,7 @@ def _cached_move_list(fens: tuple[Any, ...], moves: tuple[Any, ...], replies: tu
 
 
 @register_renderer("atari")
-def atari_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any]) -> Panes:
+def atari_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any], *, main: bool = True) -> Panes:
     row = episode.row(index, named=True)
     png = row.get("frame_png")
     if png:
@@ -170,12 +171,10 @@ def atari_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any]) -> 
 
 
 @register_renderer("finrl")
-def finrl_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any]) -> Panes:
+def finrl_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any], *, main: bool = True) -> Panes:
     row = episode.row(index, named=True)
-    return {
-        "main": equity_curve_html(episode, cursor=index, metadata=metadata),
-        "side": _holdings_html(row, metadata),
-    }
+    curve = equity_curve_html(episode, cursor=index, metadata=metadata) if main else ""
+    return {"main": curve, "side": _holdings_html(row, metadata)}
 
 
 def buy_and_hold(episode: pl.DataFrame, initial_amount: float) -> list[float]:
@@ -234,7 +233,7 @@ def _holdings_html(row: dict[str, Any], metadata: dict[str, Any]) -> str:
 
 
 @register_renderer("generic")
-def generic_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any]) -> Panes:
+def generic_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any], *, main: bool = True) -> Panes:
     row = episode.row(index, named=True)
     raw = row.get("observation_json")
     text = json.dumps(json.loads(raw), indent=2) if raw else "(no observation recorded)"

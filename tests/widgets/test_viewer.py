@@ -76,7 +76,7 @@ def test_long_episodes_are_drawn_lazily():
     calls = []
 
     @register_renderer("counting")
-    def counting(episode, index, metadata):
+    def counting(episode, index, metadata, *, main=True):
         calls.append(index)
         return {"main": f"<p>{index}</p>", "side": ""}
 
