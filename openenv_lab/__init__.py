@@ -36,7 +36,7 @@ from .client import (
     TransportError,
 )
 from .envs import OpenEnvEnv, OpenEnvVectorEnv, register_envs
-from .launch import EmbeddedServer, RemoteServer
+from .launch import EmbeddedServer, Fleet, RemoteServer, serve
 
 try:
     __version__ = version("openenv-lab")
@@ -75,6 +75,7 @@ __all__ = [
     "Client",
     "ConnectError",
     "EmbeddedServer",
+    "Fleet",
     "GenericAdapter",
     "Keepalive",
     "LaunchError",
@@ -98,5 +99,6 @@ __all__ = [
     "bench",
     "compare",
     "load_trajectory",
+    "serve",
     "show",
 ]

@@ -1,6 +1,7 @@
 """The ``openenv-lab`` command: serve a bundled environment, measure one, or play games against one.
 
 openenv-lab serve chess --port 8000 --opponent minimax     # an OpenEnv server for use from elsewhere
+openenv-lab serve chess --port 0 --replicas 4             # four of them, each its own process
 openenv-lab bench chess --base-url http://host:8000        # latency, bytes, sessions, seeds
 openenv-lab play chess --games 3 --pgn games.pgn          # random agent vs the embedded server
 """
@@ -67,6 +68,16 @@ def _parser() -> argparse.ArgumentParser:
                 choices=option.choices,
                 help=f"{option.help} (default: %(default)s)",
             )
+        sub.add_argument(
+            "--replicas",
+            type=int,
+            default=1,
+            help="run this many copies, each its own process on loopback (ports PORT, PORT+1, ...; "
+            "with --port 0, free ones), and print their URLs",
+        )
+        sub.add_argument(
+            "--restart", action="store_true", help="with --replicas: start a copy again if it crashes"
+        )
         sub.add_argument("--announce", action="store_true", help=argparse.SUPPRESS)
         sub.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
         sub.set_defaults(command="serve", run=_serve, options=[o.name for o in spec.options])
@@ -123,6 +134,8 @@ def _serve(args: argparse.Namespace) -> int:
     from .servers._run import run_server
 
     options = {name: getattr(args, name) for name in args.options}
+    if args.replicas != 1:
+        return _serve_fleet(args, options)
     try:
         run_server(
             args.server,
@@ -138,6 +151,53 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"openenv-lab serve: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _serve_fleet(args: argparse.Namespace, options: dict[str, Any]) -> int:
+    """Several copies of a server, each its own process; prints their URLs and crashes until Ctrl+C."""
+    import warnings
+
+    from .client.errors import LaunchError
+    from .launch import Fleet
+
+    if args.replicas < 1:
+        print(f"openenv-lab serve: --replicas must be at least 1, got {args.replicas}", file=sys.stderr)
+        return 2
+    if args.host != "127.0.0.1":
+        print("openenv-lab serve: --replicas serves on 127.0.0.1 only", file=sys.stderr)
+        return 2
+    try:
+        fleet = Fleet(
+            args.server, args.replicas, max_sessions=args.max_sessions, restart=args.restart, **options
+        )
+    except ValueError as exc:
+        print(f"openenv-lab serve: {exc}", file=sys.stderr)
+        return 2
+    if args.port:
+        for offset, server in enumerate(fleet.servers):
+            server.port = args.port + offset
+    warnings.simplefilter("ignore", RuntimeWarning)  # crashes are printed below instead
+    try:
+        urls = fleet.start()
+        print(f"{args.replicas} {args.server} servers (Ctrl+C stops them all):", flush=True)
+        for url in urls:
+            print(url, flush=True)
+        reported = 0
+        while True:
+            time.sleep(0.5)
+            for crash in fleet.crashes[reported:]:
+                reported += 1
+                state = "restarted" if crash.restarted else "not restarted (add --restart)"
+                print(
+                    f"server {crash.replica} at {crash.url} exited ({crash.returncode}): {state}", flush=True
+                )
+    except LaunchError as exc:
+        print(f"openenv-lab serve: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        fleet.stop()
 
 
 def _bench(args: argparse.Namespace) -> int:

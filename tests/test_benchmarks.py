@@ -1,7 +1,7 @@
 """The benchmark scripts run (in their --quick mode) and report what they claim to measure.
 
 They are never used to assert speed: timings on shared machines are too noisy for that. One run of the
-harness exercises all three scripts.
+harness exercises all the scripts.
 """
 
 from __future__ import annotations
@@ -48,3 +48,8 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
         "openenv/atari, JSON frames",
     }
     assert all(rate > 0 for rate in throughput["finrl_steps_per_s"].values())
+
+    fleet = report["fleet"]["results"]["chess"]
+    assert set(fleet["throughput"]) == {"1", "2"}
+    assert all(row["steps_per_s"] > 0 for row in fleet["throughput"].values())
+    assert set(fleet["start_to_first_step_s"]) == {"1", "2"} and "vs one server" in completed.stdout

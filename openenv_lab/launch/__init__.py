@@ -3,7 +3,7 @@
 Every launcher has the same small interface, `Launcher`: ``start()`` returns the server's base URL
 once it is healthy, ``stop()`` releases what ``start()`` acquired. `OpenEnvEnv` picks one from its
 arguments: ``base_url=...`` means `RemoteServer`, nothing means the shared `EmbeddedServer` of the
-environment family.
+environment family. `Fleet` (and `serve`) runs several copies of a bundled server at once.
 """
 
 from __future__ import annotations
@@ -12,8 +12,18 @@ from typing import Protocol
 
 from ..client._urls import http_url
 from .embedded import EmbeddedServer, shared_embedded_server, stop_embedded_servers
+from .fleet import Crash, Fleet, serve
 
-__all__ = ["EmbeddedServer", "Launcher", "RemoteServer", "shared_embedded_server", "stop_embedded_servers"]
+__all__ = [
+    "Crash",
+    "EmbeddedServer",
+    "Fleet",
+    "Launcher",
+    "RemoteServer",
+    "serve",
+    "shared_embedded_server",
+    "stop_embedded_servers",
+]
 
 
 class Launcher(Protocol):

@@ -37,6 +37,7 @@ class EmbeddedServer:
     Args:
         name: a bundled server (see `openenv_lab.servers.BUNDLED_SERVERS`), e.g. ``"chess"``.
         max_sessions: concurrent sessions the server accepts (default: the server's own, 64 for chess).
+        port: loopback port to listen on; 0 (the default) picks a free one at each start.
         startup_timeout: seconds to wait for the server to become healthy.
         **options: the server's options (e.g. ``opponent="minimax"`` for chess).
 
@@ -52,6 +53,7 @@ class EmbeddedServer:
         name: str,
         *,
         max_sessions: int | None = None,
+        port: int = 0,
         startup_timeout: float = 60.0,
         **options: Any,
     ) -> None:
@@ -65,6 +67,7 @@ class EmbeddedServer:
         self.name = name
         self.options = dict(options)
         self.max_sessions = max_sessions
+        self.port = port
         self.startup_timeout = startup_timeout
         self.base_url: str | None = None
         self._process: subprocess.Popen[str] | None = None
@@ -87,7 +90,7 @@ class EmbeddedServer:
     def command(self) -> list[str]:
         """The command line that starts the server."""
         args = [sys.executable, "-m", "openenv_lab", "serve", self.name, "--host", "127.0.0.1"]
-        args += ["--port", "0", "--announce", "--exit-with-parent"]
+        args += ["--port", str(self.port), "--announce", "--exit-with-parent"]
         if self.max_sessions is not None:
             args += ["--max-sessions", str(self.max_sessions)]
         for key, value in self.options.items():
@@ -165,6 +168,16 @@ class EmbeddedServer:
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 stream.close()
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        """The server process's exit status once it has exited (negative: killed by that signal)."""
+        return self._process.poll() if self._process is not None else None
 
     def exited(self, timeout: float = 0.0) -> bool:
         """Whether the server process has exited, waiting up to ``timeout`` seconds for it to do so."""

@@ -1,0 +1,154 @@
+"""Fleets of local servers: started together, used by vector envs, watched for crashes, never left running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import openenv_lab
+from openenv_lab.client import Client, LaunchError, Session
+from openenv_lab.launch import Fleet
+from tests.helpers import read_line, wait_for
+from tests.launch.test_embedded import alive
+
+
+def test_a_fleet_serves_a_vector_env_and_stops_with_one_call():
+    fleet = openenv_lab.serve("chess", replicas=3, opponent="greedy")
+    try:
+        urls = fleet.urls
+        assert len(set(urls)) == 3 and fleet.running
+        pids = [server.pid for server in fleet.servers]
+        assert len(set(pids)) == 3
+        envs = gym.make_vec("openenv/chess", num_envs=6, base_urls=urls, max_moves=6)
+        obs, _ = envs.reset(seed=0)
+        # Round-robin over the fleet: two sessions on each server.
+        assert [c["active_sessions"] for c in fleet.capacity()] == [2, 2, 2]
+        for _ in range(8):  # past the move limit: every sub-env ends and resets
+            actions = [np.flatnonzero(mask)[0] if mask.any() else 0 for mask in obs["action_mask"]]
+            obs, *_ = envs.step(np.array(actions))
+        envs.close()
+        assert [c["active_sessions"] for c in fleet.capacity()] == [0, 0, 0]
+    finally:
+        fleet.stop()
+    assert not fleet.running
+    assert wait_for(lambda: not any(alive(pid) for pid in pids))
+    for url in urls:
+        with pytest.raises(openenv_lab.ConnectError):
+            Session(url)
+    fleet.stop()  # twice is fine
+
+
+def test_a_crashed_server_is_reported_and_restarted_on_the_same_url():
+    with Fleet("echo", replicas=2, restart=True, watch_interval=0.1) as fleet:
+        urls = list(fleet.urls)
+        victim = fleet.servers[1]
+        old_pid = victim.pid
+        with pytest.warns(RuntimeWarning, match=r"echo server 1 at .* exited with status -9; restarted"):
+            os.kill(old_pid, signal.SIGKILL)
+            assert wait_for(lambda: fleet.crashes, timeout=20)
+        crash = fleet.crashes[0]
+        assert (crash.replica, crash.url, crash.returncode, crash.restarted) == (1, urls[1], -9, True)
+        assert wait_for(lambda: victim.running and victim.pid != old_pid, timeout=30)
+        assert fleet.urls == urls
+        with Client(urls[1]) as client:
+            assert client.health()["status"] == "healthy"
+        session = Session(urls[1])
+        assert session.reset().observation is not None
+        session.close()
+
+
+def test_without_restart_a_crash_is_reported_and_the_server_stays_down():
+    with Fleet("echo", replicas=2, watch_interval=0.1) as fleet:
+        fleet.servers[0]._process.kill()
+        with pytest.warns(RuntimeWarning, match="not restarted"):
+            assert wait_for(lambda: fleet.check() or fleet.crashes, timeout=20)
+        assert fleet.crashes[0].restarted is False
+        assert fleet.capacity()[0] is None and fleet.capacity()[1] is not None
+
+
+def test_a_fleet_that_cannot_start_stops_what_it_started():
+    fleet = Fleet("chess", replicas=2, opponent_depth=0, startup_timeout=60)
+    with pytest.raises(LaunchError, match=r"(?s)2 of 2 chess servers failed to start.*opponent_depth"):
+        fleet.start()
+    assert not any(server.running for server in fleet.servers)
+
+
+def test_bad_fleet_arguments_are_value_errors():
+    with pytest.raises(ValueError, match="at least one replica"):
+        Fleet("chess", replicas=0)
+    with pytest.raises(ValueError, match="no option"):
+        Fleet("chess", replicas=2, colour="white")
+
+
+KILLED_PARENT = textwrap.dedent(
+    """
+    import time, openenv_lab
+    fleet = openenv_lab.serve("echo", replicas=2)
+    print(" ".join(str(s.pid) for s in fleet.servers), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_fleet_servers_die_with_a_killed_parent():
+    """A kernel that dies runs no exit handlers: each server notices its parent is gone and exits."""
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(pid) for pid in read_line(parent, timeout=120).split()]
+        assert len(pids) == 2 and all(alive(pid) for pid in pids)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert wait_for(lambda: not any(alive(pid) for pid in pids), timeout=15)
+
+
+def test_cli_serves_replicas_until_interrupted():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_lab", "serve", "echo", "--port", "0", "--replicas", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        header = read_line(process, timeout=120)
+        assert header.startswith("2 echo servers"), header or "no output"
+        # Printed right after the header (which may have buffered them already): plain reads cannot hang.
+        urls = [process.stdout.readline().strip() for _ in range(2)]
+        for url in urls:
+            with Client(url) as client:
+                assert client.health()["status"] == "healthy"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    for url in urls:
+        with pytest.raises(openenv_lab.ConnectError):
+            Session(url)
+
+
+def test_when_one_replica_fails_to_start_the_others_are_stopped():
+    import psutil
+
+    def our_servers():
+        return {p.pid for p in psutil.Process().children() if "openenv_lab" in " ".join(p.cmdline())}
+
+    before = our_servers()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        fleet = Fleet("echo", replicas=2)
+        fleet.servers[1].port = taken.getsockname()[1]  # already in use
+        with pytest.raises(LaunchError, match="1 of 2 echo servers failed to start; replica 1"):
+            fleet.start()
+    assert not any(server.running for server in fleet.servers)
+    assert wait_for(lambda: our_servers() <= before)
