@@ -87,6 +87,12 @@ def test_notebook_ends_with_what_next(path):
     assert re.search(r"next", last.source, re.IGNORECASE), f"{_rel(path)} should end with what to try next"
 
 
+@pytest.mark.parametrize("path", ALL, ids=_rel)
+def test_notebook_imports_the_package_that_registers_the_envs(path):
+    # ruff's unused-import fix once removed it from two tutorials, and gym.make("openenv/...") broke.
+    assert any(re.search(r"^import openenv_lab\b", src, re.MULTILINE) for src in _code(_load(path)))
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_rel)
 def test_notebooks_have_a_smoke_switch(path):
     source = "\n".join(_code(_load(path)))

@@ -195,7 +195,7 @@ def serve(name: str, replicas: int = 1, **kwargs: Any) -> Fleet:
 
     Example:
         >>> fleet = serve("chess", replicas=2, opponent="greedy")      # doctest: +SKIP
-        >>> fleet.urls
+        >>> fleet.urls                                                # doctest: +SKIP
         ['http://127.0.0.1:41003', 'http://127.0.0.1:41005']
         >>> fleet.stop()                                              # doctest: +SKIP
     """

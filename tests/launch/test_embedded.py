@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
+import time
 
 import gymnasium as gym
 import pytest
@@ -116,25 +116,22 @@ def test_remote_server_is_only_a_url():
     remote.stop()
 
 
-def test_an_interrupted_start_leaves_nothing_running():
-    """Ctrl+C while the server starts (a KeyboardInterrupt in the main thread) must stop the child."""
+def test_an_interrupted_start_leaves_nothing_running(monkeypatch):
+    """Ctrl+C while the server starts (a real SIGINT in the main thread) must stop the child."""
     server = EmbeddedServer("chess")
     children: list[int] = []
-    real_popen = subprocess.Popen
 
-    def remember(*args, **kwargs):
-        process = real_popen(*args, **kwargs)
-        children.append(process.pid)
-        threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-        return process
+    def interrupted(self, timeout=30.0, **kwargs):
+        # The child is running and announced its port; now the user presses Ctrl+C.
+        children.append(server._process.pid)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)  # the KeyboardInterrupt arrives during this sleep
 
-    subprocess.Popen = remember
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            server.start()
-    finally:
-        subprocess.Popen = real_popen
+    monkeypatch.setattr(Client, "wait_until_healthy", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        server.start()
     assert children and wait_for(lambda: not alive(children[0]))
+    assert not server.running
 
 
 RESTART_SCRIPT = textwrap.dedent(
