@@ -36,7 +36,7 @@ from .client import (
     TransportError,
 )
 from .envs import OpenEnvEnv, OpenEnvVectorEnv, register_envs
-from .launch import EmbeddedServer, Fleet, RemoteServer, serve
+from .launch import DockerServer, EmbeddedServer, Fleet, RemoteServer, serve
 
 try:
     __version__ = version("openenv-lab")
@@ -74,6 +74,7 @@ __all__ = [
     "ChessAdapter",
     "Client",
     "ConnectError",
+    "DockerServer",
     "EmbeddedServer",
     "Fleet",
     "GenericAdapter",

@@ -2,6 +2,7 @@
 
 openenv-lab serve chess --port 8000 --opponent minimax     # an OpenEnv server for use from elsewhere
 openenv-lab serve chess --port 0 --replicas 4             # four of them, each its own process
+openenv-lab docker build chess --base-image IMG            # our chess server as a container image
 openenv-lab bench chess --base-url http://host:8000        # latency, bytes, sessions, seeds
 openenv-lab play chess --games 3 --pgn games.pgn          # random agent vs the embedded server
 """
@@ -81,6 +82,26 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--announce", action="store_true", help=argparse.SUPPRESS)
         sub.add_argument("--exit-with-parent", action="store_true", help=argparse.SUPPRESS)
         sub.set_defaults(command="serve", run=_serve, options=[o.name for o in spec.options])
+
+    docker = commands.add_parser("docker", help="container images of our servers, and cleaning up")
+    docker_commands = docker.add_subparsers(title="docker commands", dest="docker_command", required=True)
+    build = docker_commands.add_parser(
+        "build", help="build the image of one of our servers", description=_docker_build.__doc__
+    )
+    build.add_argument("server", choices=sorted(BUNDLED_SERVERS))
+    build.add_argument(
+        "--base-image",
+        default=None,
+        help="image to build on, with Python 3 of this interpreter's version "
+        "(default: python:X.Y-slim; without registry access: scripts/offline-base-image.sh)",
+    )
+    build.add_argument("--tag", default=None, help="image tag (default: openenv-lab/SERVER:VERSION)")
+    build.set_defaults(command="docker", run=_docker_build)
+    prune = docker_commands.add_parser(
+        "prune", help="remove containers left by processes that died", description=_docker_prune.__doc__
+    )
+    prune.add_argument("--all", action="store_true", help="also those of running processes")
+    prune.set_defaults(command="docker", run=_docker_prune)
 
     bench = commands.add_parser(
         "bench", help="measure an environment: latency, bytes, sessions, seeds", description=_bench.__doc__
@@ -198,6 +219,35 @@ def _serve_fleet(args: argparse.Namespace, options: dict[str, Any]) -> int:
         return 0
     finally:
         fleet.stop()
+
+
+def _docker_build(args: argparse.Namespace) -> int:
+    """Build the Docker image of one of our servers from wheels gathered here (no package index needed
+    during the build); the server listens on port 8000 in the container."""
+    from .client.errors import LaunchError
+    from .launch import build_image
+
+    try:
+        tag = build_image(args.server, base_image=args.base_image, tag=args.tag)
+    except LaunchError as exc:
+        print(f"openenv-lab docker build: {exc}", file=sys.stderr)
+        return 1
+    print(f"built {tag}: gym.make('openenv/{args.server}', launcher='docker') uses it")
+    return 0
+
+
+def _docker_prune(args: argparse.Namespace) -> int:
+    """Remove the containers openenv_lab started for processes that are gone (a killed kernel's)."""
+    from .client.errors import LaunchError
+    from .launch import prune
+
+    try:
+        removed = prune(everything=args.all)
+    except LaunchError as exc:
+        print(f"openenv-lab docker prune: {exc}", file=sys.stderr)
+        return 1
+    print(f"removed {len(removed)} container(s)" + (": " + " ".join(removed) if removed else ""))
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:

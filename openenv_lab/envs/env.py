@@ -14,7 +14,7 @@ import gymnasium as gym
 
 from ..adapters import ADAPTERS, Adapter
 from ..client import Client, ConnectError, Keepalive, ProtocolError, Session, SessionClosed, Timeouts
-from ..launch import EmbeddedServer, Launcher, RemoteServer, shared_embedded_server
+from ..launch import DockerServer, EmbeddedServer, Launcher, RemoteServer, shared_embedded_server
 from ._episode import Episode, retry_after_collecting
 
 __all__ = ["OpenEnvEnv"]
@@ -28,6 +28,12 @@ class OpenEnvEnv(gym.Env):
             ``"remote"``), an `Adapter` subclass, or an adapter instance.
         base_url: the server to use. When omitted, the family's bundled server is started on this machine
             (shared by all environments of the process) — ``"remote"`` has none and needs a URL.
+        launcher: where to start the server when no ``base_url`` is given: ``"embedded"`` (the default, a
+            child process), ``"docker"`` (a container of our image for the family, owned by this env and
+            removed by `close`), or a launcher object such as ``DockerServer("chess", memory="1g")``
+            (started here; stopping it is yours).
+        image: any OpenEnv Docker image to run for this env (implies ``launcher="docker"``), e.g. for
+            ``"openenv/remote"``.
         render_mode: one of the adapter's render modes (chess: ``"svg"``, ``"rgb_array"``, ``"ansi"``).
         timeouts: connect/request/close timeouts of the connection.
         keepalive: WebSocket ping settings (e.g. ``Keepalive(interval=None)`` behind tunnels that drop pings).
@@ -66,8 +72,11 @@ class OpenEnvEnv(gym.Env):
         timeouts: Timeouts | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
+        launcher: str | Launcher = "embedded",
+        image: str | None = None,
         **adapter_options: Any,
     ) -> None:
+        self._owns_launcher = False
         self.adapter = _make_adapter(adapter, adapter_options)
         self.metadata = {
             "render_modes": list(self.adapter.render_modes),
@@ -77,9 +86,13 @@ class OpenEnvEnv(gym.Env):
             modes = self.adapter.render_modes
             raise ValueError(f"render_mode={render_mode!r} is not supported here; choose one of {modes}")
         self.render_mode = render_mode
-        self.launcher = _make_launcher(self.adapter, base_url)
+        self.launcher, self._owns_launcher = _make_launcher(self.adapter, base_url, launcher, image)
         self._session: Session | None = None
-        self.base_url = self.launcher.start()
+        try:
+            self.base_url = self.launcher.start()
+        except BaseException:
+            self._stop_owned_launcher()
+            raise
         self.episode = Episode(self.adapter, self.base_url)
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         try:
@@ -151,14 +164,21 @@ class OpenEnvEnv(gym.Env):
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def close(self) -> None:
-        """Close the session (freeing its slot on the server); a shared embedded server keeps running."""
-        if self._session is not None:
+        """Close the session (freeing its slot on the server); a shared embedded server keeps running, a
+        container started for this env (``launcher="docker"``) is stopped and removed."""
+        if self.__dict__.get("_session") is not None:
             self._session.close()
             self._session = None
         client = getattr(self, "client", None)
         if client is not None:
             client.close()
+        self._stop_owned_launcher()
         super().close()
+
+    def _stop_owned_launcher(self) -> None:
+        if self.__dict__.get("_owns_launcher"):
+            self._owns_launcher = False
+            self.launcher.stop()
 
 
 def _make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
@@ -177,7 +197,10 @@ def _make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any
         raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
 
 
-def _make_launcher(adapter: Adapter, base_url: str | None) -> Launcher:
+def _make_launcher(
+    adapter: Adapter, base_url: str | None, launcher: str | Launcher, image: str | None
+) -> tuple[Launcher, bool]:
+    """The launcher for these arguments, and whether the env owns it (stops it on close)."""
     options = adapter.server_options()
     if base_url is not None:
         if options:
@@ -185,10 +208,25 @@ def _make_launcher(adapter: Adapter, base_url: str | None) -> Launcher:
                 f"{sorted(options)} configure the embedded server, but base_url={base_url!r} names a running "
                 "one with its own settings: drop one or the other"
             )
-        return RemoteServer(base_url)
+        if image is not None or launcher != "embedded":
+            raise ValueError("base_url names a running server: drop launcher= and image=, or base_url")
+        return RemoteServer(base_url), False
+    if not isinstance(launcher, str):
+        if image is not None or options:
+            raise ValueError(
+                "A launcher object carries its own image and options: drop image= and the options"
+            )
+        return launcher, False
+    if launcher not in ("embedded", "docker"):
+        raise ValueError(f"launcher must be 'embedded', 'docker' or a launcher object, got {launcher!r}")
+    if image is not None:
+        name = adapter.server_name if image.startswith("openenv-lab/") else None
+        return DockerServer(name, image=image, **(options if name else {})), True
     if adapter.server_name is None:
         raise ValueError(
             f"{type(adapter).__name__} has no bundled server to start: pass base_url='http://host:port' "
-            "of a running OpenEnv server"
+            "of a running OpenEnv server, or image='<an OpenEnv image>'"
         )
-    return shared_embedded_server(adapter.server_name, **options)
+    if launcher == "docker":
+        return DockerServer(adapter.server_name, **options), True
+    return shared_embedded_server(adapter.server_name, **options), False

@@ -3,7 +3,8 @@
 Every launcher has the same small interface, `Launcher`: ``start()`` returns the server's base URL
 once it is healthy, ``stop()`` releases what ``start()`` acquired. `OpenEnvEnv` picks one from its
 arguments: ``base_url=...`` means `RemoteServer`, nothing means the shared `EmbeddedServer` of the
-environment family. `Fleet` (and `serve`) runs several copies of a bundled server at once.
+environment family, ``launcher="docker"`` a `DockerServer`. `Fleet` (and `serve`) runs several copies
+of a bundled server at once.
 """
 
 from __future__ import annotations
@@ -11,15 +12,19 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..client._urls import http_url
+from .docker import DockerServer, build_image, prune
 from .embedded import EmbeddedServer, shared_embedded_server, stop_embedded_servers
 from .fleet import Crash, Fleet, serve
 
 __all__ = [
     "Crash",
+    "DockerServer",
     "EmbeddedServer",
     "Fleet",
     "Launcher",
     "RemoteServer",
+    "build_image",
+    "prune",
     "serve",
     "shared_embedded_server",
     "stop_embedded_servers",

@@ -1,0 +1,234 @@
+"""Docker: our image built without a registry, full games through launcher="docker", isolation, cleanup.
+
+Everything here runs against a real Docker engine (`.ci/run` installs and starts one, and makes the base
+image with scripts/offline-base-image.sh). Where no engine can run, the tests that need one are skipped
+with the reason; the "Docker is not running" error is tested everywhere, against a socket that is not
+there.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import pytest
+
+import openenv_lab
+from openenv_lab.adapters.chess import TERMINAL_REASONS
+from openenv_lab.client import LaunchError
+from openenv_lab.launch import DockerServer, build_image
+from openenv_lab.launch.docker import LABEL, NOT_RUNNING, _docker, default_image
+from tests.helpers import read_line, wait_for
+
+BASE_IMAGE = os.environ.get("OPENENV_LAB_DOCKER_BASE_IMAGE")
+NO_ENGINE = "unix:///nonexistent/docker.sock"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def engine():
+    try:
+        return _docker()
+    except LaunchError as exc:
+        pytest.skip(
+            f"NO DOCKER ENGINE, Docker tests skipped: {exc} .ci/run installs docker.io and starts dockerd; "
+            "locally: apt-get install docker.io && dockerd --storage-driver=vfs &"
+        )
+
+
+@pytest.fixture(scope="module")
+def chess_image(engine):
+    """Our chess image, built by `openenv-lab docker build` on the offline base image."""
+    import docker
+
+    tag = default_image("chess")
+    try:
+        engine.images.get(tag)
+        return tag  # built by an earlier run on this machine
+    except docker.errors.ImageNotFound:
+        pass
+    if BASE_IMAGE is None:
+        pytest.skip(
+            "NO BASE IMAGE, Docker tests skipped: set OPENENV_LAB_DOCKER_BASE_IMAGE to an image with Python "
+            f"{sys.version_info.major}.{sys.version_info.minor} (scripts/offline-base-image.sh makes one)"
+        )
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv_lab", "docker", "build", "chess", "--base-image", BASE_IMAGE],
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert f"built {tag}" in out.stdout and "[1/2] gathering wheels" in out.stdout  # progress is shown
+    return tag
+
+
+def containers(engine, **filters):
+    return engine.containers.list(all=True, filters={"label": LABEL, **filters})
+
+
+def test_a_full_game_through_launcher_docker(engine, chess_image):
+    env = gym.make("openenv/chess", launcher="docker", agent_color="white", opponent="greedy", max_moves=30)
+    container = env.unwrapped.launcher.container
+    try:
+        obs, info = env.reset(seed=0)
+        done, steps = False, 0
+        while not done:
+            action = env.action_space.sample(mask=obs["action_mask"])
+            obs, _, terminated, truncated, info = env.step(action)
+            done, steps = terminated or truncated, steps + 1
+        assert info["end_reason"] in TERMINAL_REASONS | {"move_limit"}
+        assert truncated == (info["end_reason"] == "move_limit")
+        assert steps >= 5
+
+        # Isolation defaults.
+        container.reload()
+        host = container.attrs["HostConfig"]
+        assert host["Privileged"] is False and host["CapDrop"] == ["ALL"]
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert not container.attrs["Mounts"] and not host["Binds"]
+        assert [b["HostIp"] for b in container.ports["8000/tcp"]] == ["127.0.0.1"]
+        assert container.attrs["Config"]["User"] == "65534:65534"
+        assert container.labels[LABEL] == "1" and container.labels[f"{LABEL}.server"] == "chess"
+    finally:
+        env.close()
+    assert not containers(engine, id=container.id), "close() must remove the container"
+
+
+def test_limits_environment_and_server_options(engine, chess_image):
+    with DockerServer(
+        "chess", memory="512m", cpus=0.5, environment={"OPENENV_LAB_TEST": "1"}, opponent="greedy"
+    ) as server:
+        attrs = server.container.attrs
+        assert attrs["HostConfig"]["Memory"] == 512 * 2**20
+        assert attrs["HostConfig"]["NanoCpus"] == 500_000_000
+        assert "OPENENV_LAB_TEST=1" in attrs["Config"]["Env"]
+        assert "HOME=/tmp" in attrs["Config"]["Env"]  # the image's own, nothing from this process
+        assert not any(v.startswith("PYTEST_") for v in attrs["Config"]["Env"])
+        assert attrs["Args"][-2:] == ["--opponent", "greedy"]
+        # A launcher object: the env starts (here: reuses) it and leaves stopping it to its owner.
+        env = gym.make("openenv/chess", launcher=server)
+        obs, _ = env.reset(seed=3)
+        assert obs["action_mask"].any() and env.unwrapped.base_url == server.base_url
+        env.close()
+        assert server.running
+        container_id = server.container.id
+    assert not containers(engine, id=container_id)
+
+
+def test_any_openenv_image_through_openenv_remote(engine, chess_image):
+    engine.images.get(chess_image).tag("someone/chess-env", "latest")
+    try:
+        env = gym.make("openenv/remote", image="someone/chess-env:latest")
+        try:
+            assert "legal_moves" in env.observation_space.spaces
+            obs, _ = env.reset(seed=0)
+            assert obs["legal_moves"]
+        finally:
+            env.close()
+    finally:
+        engine.images.remove("someone/chess-env:latest")
+
+
+def test_a_port_in_use_is_replaced_by_a_free_one(engine, chess_image):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.warns(UserWarning, match=f"Port {port} is in use"):
+            server = DockerServer("chess", host_port=port)
+            url = server.start()
+        try:
+            assert not url.endswith(f":{port}")
+            with openenv_lab.Client(url) as client:
+                assert client.health()["status"] == "healthy"
+        finally:
+            server.stop()
+
+
+def test_a_container_that_fails_to_start_shows_its_logs(engine, chess_image):
+    with pytest.raises(LaunchError, match=r"(?s)exited with status 1.*opponent_depth must be a positive"):
+        DockerServer("chess", opponent_depth=0).start()
+    assert not [
+        c for c in containers(engine) if c.labels.get(f"{LABEL}.owner", "").endswith(f":{os.getpid()}")
+    ]
+
+
+def test_a_missing_image_says_how_to_build_it(engine):
+    with pytest.raises(
+        LaunchError, match=r"openenv-lab/echo:.* not found\. Build it with `openenv-lab docker"
+    ):
+        DockerServer("echo", startup_timeout=5).start()
+    with pytest.raises(LaunchError, match="'nobody/no-such-env:1' not found"):
+        gym.make("openenv/remote", image="nobody/no-such-env:1")
+
+
+CONTAINER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time, gymnasium as gym, openenv_lab
+    env = gym.make("openenv/chess", launcher="docker")
+    print(env.unwrapped.launcher.container.id, flush=True)
+    if sys.argv[1] == "hang":
+        time.sleep(600)
+    """
+)
+
+
+def test_containers_go_at_exit_and_prune_removes_a_killed_process_leftovers(engine, chess_image):
+    out = subprocess.run(
+        [sys.executable, "-c", CONTAINER_SCRIPT, "exit"], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert not containers(engine, id=out.stdout.strip()), "interpreter exit must remove the container"
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", CONTAINER_SCRIPT, "hang"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        container_id = read_line(process, timeout=300).strip()
+        assert container_id
+    finally:
+        process.kill()
+        process.wait()
+    assert containers(engine, id=container_id), "SIGKILL runs no exit handler: the container is left"
+    pruned = subprocess.run(
+        [sys.executable, "-m", "openenv_lab", "docker", "prune"], capture_output=True, text=True, timeout=120
+    )
+    assert pruned.returncode == 0, pruned.stderr
+    assert container_id[:12] in pruned.stdout
+    assert wait_for(lambda: not containers(engine, id=container_id), timeout=30)
+
+
+def test_no_engine_is_one_clear_sentence(monkeypatch):
+    """Runs everywhere: the SDK is pointed at a socket that does not exist."""
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    with pytest.raises(LaunchError) as caught:
+        gym.make("openenv/chess", launcher="docker")
+    assert str(caught.value).startswith(NOT_RUNNING)
+    assert "Traceback" not in str(caught.value)
+    with pytest.raises(LaunchError, match="Docker is not running"):
+        build_image("chess", progress=None)
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv_lab", "docker", "prune"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DOCKER_HOST": NO_ENGINE},
+    )
+    assert out.returncode == 1 and "Docker is not running" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_launcher_arguments_are_checked():
+    with pytest.raises(ValueError, match="base_url names a running server"):
+        gym.make("openenv/chess", base_url="http://127.0.0.1:9", launcher="docker")
+    with pytest.raises(ValueError, match="launcher must be"):
+        gym.make("openenv/chess", launcher="kubernetes")
+    with pytest.raises(ValueError, match="no option"):
+        DockerServer("chess", colour="white")
+    with pytest.raises(ValueError, match="apply to our own servers"):
+        DockerServer(image="someone/env:1", opponent="greedy")
