@@ -27,7 +27,9 @@ from tests.helpers import read_line, wait_for
 BASE_IMAGE = os.environ.get("OPENENV_LAB_DOCKER_BASE_IMAGE")
 NO_ENGINE = "unix:///nonexistent/docker.sock"
 
-pytestmark = pytest.mark.slow
+# Building the image (in the first test's fixture) takes minutes; each container start copies the image
+# on the vfs storage driver (most of a minute on the build machines).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")
