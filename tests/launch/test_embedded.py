@@ -128,8 +128,13 @@ def test_an_interrupted_start_leaves_nothing_running(monkeypatch):
         time.sleep(30)  # the KeyboardInterrupt arrives during this sleep
 
     monkeypatch.setattr(Client, "wait_until_healthy", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        server.start()
+    # What an interactive Python does on Ctrl+C, whatever handler this test process has been given.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert children and wait_for(lambda: not alive(children[0]))
     assert not server.running
 
