@@ -116,6 +116,9 @@ def test_cli_serves_replicas_until_interrupted():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: Ctrl+C is not ignored (a child inherits an ignored SIGINT from its parent,
+        # e.g. from a CI runner that started the suite in the background).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         header = read_line(process, timeout=120)
