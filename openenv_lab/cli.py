@@ -93,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
         "--base-image",
         default=None,
         help="image to build on, with Python 3 of this interpreter's version "
-        "(default: python:X.Y-slim; without registry access: scripts/offline-base-image.sh)",
+        "(default: $OPENENV_LAB_DOCKER_BASE_IMAGE, else python:X.Y-slim; without registry access: "
+        "scripts/offline-base-image.sh)",
     )
     build.add_argument("--tag", default=None, help="image tag (default: openenv-lab/SERVER:VERSION)")
     build.set_defaults(command="docker", run=_docker_build)

@@ -198,9 +198,15 @@ def _make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any
 
 
 def _make_launcher(
-    adapter: Adapter, base_url: str | None, launcher: str | Launcher, image: str | None
+    adapter: Adapter,
+    base_url: str | None,
+    launcher: str | Launcher,
+    image: str | None,
+    max_sessions: int | None = None,
 ) -> tuple[Launcher, bool]:
-    """The launcher for these arguments, and whether the env owns it (stops it on close)."""
+    """The launcher for these arguments, and whether the env owns it (stops it on close).
+
+    ``max_sessions`` is the room a server started here needs (vector envs), None for its default."""
     options = adapter.server_options()
     if base_url is not None:
         if options:
@@ -221,12 +227,14 @@ def _make_launcher(
         raise ValueError(f"launcher must be 'embedded', 'docker' or a launcher object, got {launcher!r}")
     if image is not None:
         name = adapter.server_name if image.startswith("openenv-lab/") else None
-        return DockerServer(name, image=image, **(options if name else {})), True
+        if name is None:
+            return DockerServer(image=image), True
+        return DockerServer(name, image=image, max_sessions=max_sessions, **options), True
     if adapter.server_name is None:
         raise ValueError(
             f"{type(adapter).__name__} has no bundled server to start: pass base_url='http://host:port' "
             "of a running OpenEnv server, or image='<an OpenEnv image>'"
         )
     if launcher == "docker":
-        return DockerServer(adapter.server_name, **options), True
-    return shared_embedded_server(adapter.server_name, **options), False
+        return DockerServer(adapter.server_name, max_sessions=max_sessions, **options), True
+    return shared_embedded_server(adapter.server_name, max_sessions=max_sessions, **options), False

@@ -9,7 +9,9 @@ Behaviour is exactly ``gymnasium.vector.SyncVectorEnv``'s over the same single e
 the same seeding (``reset(seed=s)`` seeds sub-environment i with ``s + i``), the same batching of
 observations and infos, and both autoreset modes, ``NEXT_STEP`` (the default) and ``SAME_STEP``.
 
-Sessions go to the embedded server of the family, or round-robin over ``base_urls=[...]``. Servers that
+Sessions go to the embedded server of the family, to a container (``launcher="docker"``, ``image=...``;
+removed by ``close``), to a launcher object's server, or round-robin over ``base_urls=[...]`` (for
+instance a `Fleet`'s ``urls``). Servers that
 report their capacity (``GET /capacity`` on ours) get no more sessions than they have free; for the others
 a refusal moves the session to the next server. When the servers cannot hold ``num_envs`` sessions the
 error says how many are missing and how to get them. If a server fails during a step, the error names
@@ -31,9 +33,9 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 
 from ..adapters import Adapter
 from ..client import AsyncSession, CapacityError, Client, Keepalive, OpenEnvError, StepResult, Timeouts
-from ..launch import shared_embedded_server
+from ..launch import Launcher
 from ._episode import Episode, retry_after_collecting
-from .env import _make_adapter
+from .env import _make_adapter, _make_launcher
 
 __all__ = ["OpenEnvVectorEnv"]
 
@@ -77,6 +79,8 @@ class OpenEnvVectorEnv(VectorEnv):
         adapter: the family, as for `OpenEnvEnv` (a name or an `Adapter` subclass).
         base_url: one server for all sessions; ``base_urls``: several, filled round-robin. With neither,
             the family's embedded server (started with room for ``num_envs`` sessions).
+        launcher, image: as for `OpenEnvEnv`: ``launcher="docker"`` runs one container with room for
+            ``num_envs`` sessions, stopped by `close`; a launcher object is started and left running.
         autoreset_mode: ``"next_step"`` (default) or ``"same_step"``, as in gymnasium.
         copy: return copies of the batched observations (as ``SyncVectorEnv``).
         render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
@@ -105,8 +109,11 @@ class OpenEnvVectorEnv(VectorEnv):
         timeouts: Timeouts | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
+        launcher: str | Launcher = "embedded",
+        image: str | None = None,
         **adapter_options: Any,
     ) -> None:
+        self._owned_launcher: Launcher | None = None
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if isinstance(adapter, Adapter):
@@ -130,7 +137,7 @@ class OpenEnvVectorEnv(VectorEnv):
         }
         self.timeouts = timeouts or Timeouts()
         self._session_options = {"timeouts": self.timeouts, "keepalive": keepalive, "headers": headers}
-        self.base_urls = self._server_urls(first, base_url, base_urls)
+        self.base_urls = self._server_urls(first, base_url, base_urls, launcher, image)
         self._loop = _LoopThread()
         self._sessions: list[AsyncSession] = []
         try:
@@ -251,45 +258,54 @@ class OpenEnvVectorEnv(VectorEnv):
         return tuple(adapter.render(self.render_mode) for adapter in self.adapters)
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every session (freeing their slots) and stop the event loop thread."""
+        """Close every session (freeing their slots), stop the event loop thread and a container started
+        for this vector env."""
         loop = getattr(self, "_loop", None)
-        if loop is None:
-            return
-        sessions, self._sessions = getattr(self, "_sessions", []), []
-        if sessions and loop.loop.is_running():
-            with contextlib.suppress(Exception):  # best effort: the loop stops below regardless
-                loop.run(self._close_all(sessions), timeout=self.timeouts.close + 5)
-        loop.stop()
-        self._loop = None
+        if loop is not None:
+            sessions, self._sessions = getattr(self, "_sessions", []), []
+            if sessions and loop.loop.is_running():
+                with contextlib.suppress(Exception):  # best effort: the loop stops below regardless
+                    loop.run(self._close_all(sessions), timeout=self.timeouts.close + 5)
+            loop.stop()
+            self._loop = None
+        owned, self._owned_launcher = getattr(self, "_owned_launcher", None), None
+        if owned is not None:
+            owned.stop()
 
     # ------------------------------------------------------------------ sessions
 
     def _server_urls(
-        self, first: Adapter, base_url: str | None, base_urls: Sequence[str] | None
+        self,
+        first: Adapter,
+        base_url: str | None,
+        base_urls: Sequence[str] | None,
+        launcher: str | Launcher,
+        image: str | None,
     ) -> list[str]:
-        options = first.server_options()
-        if base_url is not None and base_urls is not None:
-            raise ValueError("Pass base_url or base_urls, not both")
-        if base_url is not None or base_urls is not None:
-            if options:
+        if base_urls is not None:
+            if base_url is not None:
+                raise ValueError("Pass base_url or base_urls, not both")
+            if image is not None or launcher != "embedded":
+                raise ValueError("base_urls names running servers: drop launcher= and image=, or base_urls")
+            if first.server_options():
                 raise ValueError(
-                    f"{sorted(options)} configure the embedded server; drop them or the server URLs"
+                    f"{sorted(first.server_options())} configure the embedded server; drop them or the "
+                    "server URLs"
                 )
-            urls = [base_url] if base_url is not None else list(base_urls or [])
+            urls = list(base_urls)
             if not urls:
                 raise ValueError("base_urls is empty: give at least one server URL")
             return urls
-        if first.server_name is None:
-            raise ValueError(
-                f"{type(first).__name__} has no bundled server to start: pass base_url or base_urls"
-            )
-        from ..servers import get_bundled_server
+        max_sessions = None
+        if first.server_name is not None:
+            from ..servers import get_bundled_server
 
-        default = get_bundled_server(first.server_name).default_max_sessions
-        max_sessions = None if self.num_envs <= default else self.num_envs
-        server = shared_embedded_server(first.server_name, max_sessions=max_sessions, **options)
-        assert server.base_url is not None
-        return [server.base_url]
+            default = get_bundled_server(first.server_name).default_max_sessions
+            max_sessions = None if self.num_envs <= default else self.num_envs
+        server, owned = _make_launcher(first, base_url, launcher, image, max_sessions=max_sessions)
+        if owned:
+            self._owned_launcher = server
+        return [server.start()]
 
     async def _open_sessions(self) -> list[AsyncSession]:
         """Open ``num_envs`` sessions round-robin over the servers, skipping full ones."""

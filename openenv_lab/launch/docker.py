@@ -41,7 +41,10 @@ __all__ = ["CONTAINER_PORT", "LABEL", "DockerServer", "build_image", "default_im
 LABEL = "openenv-lab"
 CONTAINER_PORT = 8000  # OpenEnv's convention: the server listens on 8000 inside the container
 NOT_RUNNING = "Docker is not running: start it, or drop launcher='docker' to use the embedded server."
-_EXTRAS = {"atari": "[atari]", "finrl": "[finrl]"}
+# Every image holds every server's dependencies (not the client's, such as OpenCV): the install layer is
+# then the same for chess, atari and finrl, and built once (see the Dockerfile).
+EXTRAS = "[servers]"
+BASE_IMAGE_VARIABLE = "OPENENV_LAB_DOCKER_BASE_IMAGE"
 
 
 def _version() -> str:
@@ -83,8 +86,10 @@ class DockerServer:
         host_port: the port on 127.0.0.1 to publish on; None lets Docker pick a free one. A port in use
             is replaced by a free one (with a warning).
         memory: memory limit, e.g. ``"2g"``; cpus: CPU limit, e.g. ``1.5``.
+        max_sessions: concurrent sessions our server accepts (default: the server's own).
         environment: environment variables for the container (nothing else from this process is passed).
-        build: build our image first when it is missing (with progress) instead of failing.
+        build: build our image first when it is missing (with progress, on the base image named by
+            ``$OPENENV_LAB_DOCKER_BASE_IMAGE`` if set) instead of failing.
         startup_timeout: seconds to wait for ``/health``.
 
     Example:
@@ -102,6 +107,7 @@ class DockerServer:
         host_port: int | None = None,
         memory: str | None = None,
         cpus: float | None = None,
+        max_sessions: int | None = None,
         environment: dict[str, str] | None = None,
         build: bool = False,
         startup_timeout: float = 120.0,
@@ -114,15 +120,15 @@ class DockerServer:
             unknown = set(options) - {option.name for option in spec.options}
             if unknown:
                 raise ValueError(f"The {name} server has no option(s) {sorted(unknown)}")
-        elif options:
-            raise ValueError(
-                f"Options {sorted(options)} apply to our own servers only, not to image={image!r}"
-            )
+        elif options or max_sessions is not None:
+            given = sorted(options) + (["max_sessions"] if max_sessions is not None else [])
+            raise ValueError(f"Options {given} apply to our own servers only, not to image={image!r}")
         self.name = name
         self.image = image or default_image(name)  # type: ignore[arg-type]
         self.host_port = host_port
         self.memory = memory
         self.cpus = cpus
+        self.max_sessions = max_sessions
         self.environment = dict(environment or {})
         self.build = build
         self.startup_timeout = startup_timeout
@@ -144,6 +150,8 @@ class DockerServer:
     def command(self) -> list[str]:
         """The arguments given to the image's entry point (our servers' options)."""
         args: list[str] = []
+        if self.max_sessions is not None:
+            args += ["--max-sessions", str(self.max_sessions)]
         for key, value in self.options.items():
             args += ["--" + key.replace("_", "-"), str(value)]
         return args
@@ -335,30 +343,39 @@ def build_image(
     """Build our image for a bundled server and return its tag.
 
     The package and all its dependencies are gathered as wheels on this machine (with this machine's pip
-    settings), so the build itself needs no package index; ``base_image`` must provide Python 3 of the
-    same minor version as this one (the default, ``python:X.Y-slim``, does; without registry access use
-    ``scripts/offline-base-image.sh``). ``progress`` receives each line of output (None: silent).
+    settings), so the build itself needs no package index. ``base_image`` (default:
+    ``$OPENENV_LAB_DOCKER_BASE_IMAGE``, else ``python:X.Y-slim``) must provide Python 3 of the same minor
+    version as this interpreter; without registry access ``scripts/offline-base-image.sh`` makes one.
+    The images of all our servers share their install layer, so after the first the others build in
+    seconds. ``progress`` receives each line of output (None: silent).
     """
     get_bundled_server(name)
     tag = tag or default_image(name)
-    base_image = base_image or f"python:{sys.version_info.major}.{sys.version_info.minor}-slim"
+    base_image = (
+        base_image
+        or os.environ.get(BASE_IMAGE_VARIABLE)
+        or f"python:{sys.version_info.major}.{sys.version_info.minor}-slim"
+    )
     say = progress or (lambda line: None)
     client = _docker()
     _check_python(client, base_image)
-    extras = _EXTRAS.get(name, "")
     with tempfile.TemporaryDirectory(prefix="openenv-lab-image-") as context:
         shutil.copy(Path(__file__).with_name("Dockerfile"), Path(context, "Dockerfile"))
         wheels = Path(context, "wheels")
         wheels.mkdir()
         source = _source_tree()
-        requirement = f"{source}{extras}" if source else f"openenv-lab{extras}=={_version()}"
-        say(f"[1/2] gathering wheels for {requirement}")
+        if source is not None:  # an editable install: build from a clean copy, not the checkout's build/
+            source = _clean_copy(source, Path(context, "source"))
+        requirement = f"{source}{EXTRAS}" if source else f"openenv-lab{EXTRAS}=={_version()}"
+        say(f"[1/2] gathering wheels for openenv-lab{EXTRAS}")
         _gather_wheels(requirement, wheels, say)
+        if source is not None:
+            shutil.rmtree(source)  # not part of the build context
         say(f"[2/2] building {tag} on {base_image}")
         stream = client.api.build(
             path=context,
             tag=tag,
-            buildargs={"BASE_IMAGE": base_image, "SERVER": name, "EXTRAS": extras},
+            buildargs={"BASE_IMAGE": base_image, "SERVER": name, "EXTRAS": EXTRAS},
             rm=True,
             forcerm=True,
             decode=True,
@@ -410,9 +427,23 @@ def _source_tree() -> Path | None:
     return None
 
 
+def _clean_copy(root: Path, target: Path) -> Path:
+    """What a wheel of the checkout needs, without its build/, caches or egg-info (which would leak in)."""
+    target.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, target / name)
+    shutil.copytree(
+        root / "openenv_lab", target / "openenv_lab", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    return target
+
+
 def _gather_wheels(requirement: str, wheels: Path, say: Callable[[str], None]) -> None:
     command = [sys.executable, "-m", "pip", "wheel", "--wheel-dir", str(wheels), requirement]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Fixed timestamps make our own wheel byte-identical from build to build, so Docker's cache keeps
+    # the install layer when nothing changed (another server's image, a rebuild).
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "315532800"}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     assert process.stdout is not None
     recent: list[str] = []
     for line in process.stdout:

@@ -8,6 +8,7 @@ there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import textwrap
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import openenv_lab
@@ -67,6 +69,23 @@ def chess_image(engine):
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"built {tag}" in out.stdout and "[1/2] gathering wheels" in out.stdout  # progress is shown
+    return tag
+
+
+@pytest.fixture(scope="module")
+def atari_image(engine, chess_image):
+    """Our Atari image, built after the chess image: only its last layer (the server's name) is new."""
+    tag = default_image("atari")
+    with contextlib.suppress(Exception):
+        engine.images.remove(tag, force=True)
+    lines: list[str] = []
+    assert build_image("atari", base_image=BASE_IMAGE, progress=lines.append) == tag
+    atari, chess = engine.images.get(tag), engine.images.get(chess_image)
+    assert atari.attrs["Parent"] == chess.attrs["Parent"], (
+        "the atari image should share every layer but the last with the chess image (if the chess image "
+        "predates this checkout, rebuild it: openenv-lab docker build chess)\n" + "\n".join(lines[-30:])
+    )
+    assert atari.attrs["Config"]["Env"].count("OPENENV_LAB_SERVER=atari") == 1
     return tag
 
 
@@ -206,6 +225,51 @@ def test_containers_go_at_exit_and_prune_removes_a_killed_process_leftovers(engi
     assert wait_for(lambda: not containers(engine, id=container_id), timeout=30)
 
 
+def test_atari_vector_env_in_one_container(engine, atari_image):
+    envs = gym.make_vec("openenv/atari", num_envs=2, launcher="docker", game="pong")
+    container = envs.unwrapped._owned_launcher.container
+    try:
+        assert envs.single_observation_space.shape == (210, 160, 3)
+        assert len(set(envs.unwrapped.base_urls)) == 1
+        obs, infos = envs.reset(seed=[1, 2])
+        assert obs.shape == (2, 210, 160, 3) and obs.dtype.name == "uint8" and obs.any()
+        for _ in range(5):
+            obs, *_, infos = envs.step(envs.action_space.sample())
+        assert infos["lives"].shape == (2,) and infos["episode_frame_number"].min() > 0
+    finally:
+        envs.close()
+    assert not containers(engine, id=container.id), "close() must remove the vector env's container"
+
+
+def test_finrl_built_on_first_use_and_a_server_with_room_for_n_sessions(
+    engine, atari_image, monkeypatch, capsys
+):
+    """``build=True`` builds the missing image with progress (cheaply: the install layer is shared)."""
+    tag = default_image("finrl")
+    with contextlib.suppress(Exception):
+        engine.images.remove(tag, force=True)
+    if BASE_IMAGE is not None:
+        monkeypatch.setenv("OPENENV_LAB_DOCKER_BASE_IMAGE", BASE_IMAGE)
+    with DockerServer("finrl", build=True, max_sessions=2) as server:
+        out = capsys.readouterr().out
+        assert "[1/2] gathering wheels" in out and f"Successfully tagged {tag}" in out
+        assert "Using cache" in out
+        assert server.command()[:2] == ["--max-sessions", "2"]
+        with openenv_lab.Client(server.base_url) as client:
+            assert client.get("/capacity")["max_sessions"] == 2
+        with pytest.raises(openenv_lab.CapacityError, match="1 short"):
+            gym.make_vec("openenv/finrl", num_envs=3, launcher=server)
+        envs = gym.make_vec("openenv/finrl", num_envs=2, launcher=server)
+        try:
+            obs, infos = envs.reset(seed=0)
+            assert obs.shape == (2, *envs.single_observation_space.shape)
+            _, rewards, *_, infos = envs.step(envs.action_space.sample())
+            assert np.isfinite(rewards).all() and (infos["portfolio_value"] > 0).all()
+        finally:
+            envs.close()
+        assert server.running, "a launcher object is its owner's to stop"
+
+
 def test_no_engine_is_one_clear_sentence(monkeypatch):
     """Runs everywhere: the SDK is pointed at a socket that does not exist."""
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
@@ -230,6 +294,12 @@ def test_launcher_arguments_are_checked():
         gym.make("openenv/chess", base_url="http://127.0.0.1:9", launcher="docker")
     with pytest.raises(ValueError, match="launcher must be"):
         gym.make("openenv/chess", launcher="kubernetes")
+    with pytest.raises(ValueError, match="base_urls names running servers"):
+        gym.make_vec("openenv/chess", num_envs=2, base_urls=["http://127.0.0.1:9"], launcher="docker")
+    with pytest.raises(ValueError, match="launcher must be"):
+        gym.make_vec("openenv/chess", num_envs=2, launcher="kubernetes")
+    with pytest.raises(ValueError, match=r"Options \['max_sessions'\] apply to our own servers"):
+        DockerServer(image="someone/env:1", max_sessions=4)
     with pytest.raises(ValueError, match="no option"):
         DockerServer("chess", colour="white")
     with pytest.raises(ValueError, match="apply to our own servers"):
