@@ -3,7 +3,9 @@
 For the echo (protocol only), chess and Atari environments and N in {1, 4, 16, 64} sub-environments,
 all on one embedded server: environment steps per second, client CPU time per environment step (this
 process, all its threads) and server CPU time per environment step (the server process). gymnasium's
-``AsyncVectorEnv`` starts one process per sub-environment, so it is measured up to N=16.
+``AsyncVectorEnv`` starts one process per sub-environment, so it is measured up to N=16. "send/recv" is
+our EnvPool-style API kept busy: all N sub-environments in flight, each ``recv`` takes the first half
+that answered and sends them their next actions at once.
 
     python benchmarks/vector_throughput.py            # a few minutes
     python benchmarks/vector_throughput.py --quick    # seconds, for smoke tests
@@ -33,12 +35,15 @@ ENVS: dict[str, dict[str, Any]] = {
 }
 
 
-def actions_for(name: str, envs: gym.vector.VectorEnv, obs: Any, rng: np.random.Generator) -> Any:
+def actions_for(
+    name: str, envs: gym.vector.VectorEnv, obs: Any, rng: np.random.Generator, count: int | None = None
+) -> Any:
+    count = envs.num_envs if count is None else count
     if name == "echo":
-        return tuple("hello" for _ in range(envs.num_envs))
+        return tuple("hello" for _ in range(count))
     if name == "chess":
         return np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in obs["action_mask"]])
-    return rng.integers(0, envs.single_action_space.n, envs.num_envs)
+    return rng.integers(0, envs.single_action_space.n, count)
 
 
 def server_cpu_seconds(pid: int) -> float | None:
@@ -76,6 +81,40 @@ def measure(
         envs.close()
 
 
+def measure_send_recv(name: str, make: Callable[[], Any], steps: int, server_pid: int) -> dict[str, float]:
+    """Like `measure`, driving the vector env through ``send``/``recv`` with half the batch each time."""
+    envs = make()
+    try:
+        rng = np.random.default_rng(0)
+        half = max(1, envs.num_envs // 2)
+        obs, _ = envs.reset(seed=0)
+        envs.send(actions_for(name, envs, obs, rng))
+
+        def cycle() -> int:
+            obs, *_, infos = envs.recv(batch_size=half)
+            ids = infos["env_id"]
+            envs.send(actions_for(name, envs, obs, rng, len(ids)), env_ids=ids)
+            return len(ids)
+
+        for _ in range(3):  # warm up
+            cycle()
+        env_steps, target = 0, steps * envs.num_envs
+        server_before = server_cpu_seconds(server_pid)
+        cpu_before, wall_before = time.process_time(), time.perf_counter()
+        while env_steps < target:
+            env_steps += cycle()
+        wall = time.perf_counter() - wall_before
+        cpu = time.process_time() - cpu_before
+        server_after = server_cpu_seconds(server_pid)
+        envs.recv()
+        row = {"steps_per_s": env_steps / wall, "client_cpu_us_per_step": 1e6 * cpu / env_steps}
+        if server_before is not None and server_after is not None:
+            row["server_cpu_us_per_step"] = 1e6 * (server_after - server_before) / env_steps
+        return row
+    finally:
+        envs.close()
+
+
 def makers(spec: dict[str, Any], url: str, n: int, async_limit: int) -> dict[str, Callable[[], Any]]:
     """How each contender builds its n sub-environments on the server at ``url``."""
 
@@ -99,17 +138,22 @@ def run(sizes: list[int], steps: int, async_limit: int, names: list[str]) -> dic
             assert server.base_url is not None and server._process is not None
             for n in sizes:
                 count = max(5, steps // n)
-                results.setdefault(name, {})[str(n)] = {
+                contenders = makers(spec, server.base_url, n, async_limit)
+                rows = {
                     contender: measure(name, make, count, server._process.pid)
-                    for contender, make in makers(spec, server.base_url, n, async_limit).items()
+                    for contender, make in contenders.items()
                 }
+                if n >= 2:
+                    ours = contenders["make_vec (ours)"]
+                    rows["send/recv (ours)"] = measure_send_recv(name, ours, count, server._process.pid)
+                results.setdefault(name, {})[str(n)] = rows
     return results
 
 
 def print_table(results: dict[str, Any]) -> None:
     for name, by_size in results.items():
         print(f"\n{name}: environment steps per second (client CPU / server CPU per step, microseconds)")
-        columns = ("make_vec (ours)", "SyncVectorEnv", "AsyncVectorEnv")
+        columns = ("make_vec (ours)", "send/recv (ours)", "SyncVectorEnv", "AsyncVectorEnv")
         print(f"{'N':>4}  " + "  ".join(f"{c:>26}" for c in columns) + "  ours/async  ours/N=1")
         base = by_size[next(iter(by_size))]["make_vec (ours)"]["steps_per_s"]
         for n, rows in by_size.items():

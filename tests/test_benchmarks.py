@@ -39,6 +39,8 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     row = vector["echo"]["4"]["make_vec (ours)"]
     assert row["steps_per_s"] > 0 and row["client_cpu_us_per_step"] > 0
     assert "server_cpu_us_per_step" in row  # /proc is there on the build machines
+    assert vector["chess"]["4"]["send/recv (ours)"]["steps_per_s"] > 0
+    assert "send/recv (ours)" not in vector["echo"]["1"]  # nothing to overlap with one env
 
     throughput = report["env_throughput"]
     assert set(throughput["atari_steps_per_s"]) == {

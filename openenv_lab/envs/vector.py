@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import threading
 from collections.abc import Coroutine, Sequence
 from copy import deepcopy
@@ -165,6 +166,10 @@ class OpenEnvVectorEnv(VectorEnv):
         self._terminations = np.zeros(self.num_envs, dtype=np.bool_)
         self._truncations = np.zeros(self.num_envs, dtype=np.bool_)
         self._autoreset_envs = np.zeros(self.num_envs, dtype=np.bool_)
+        # send()/recv(): requests in flight, and the ids of those that finished, in the order they did.
+        self._in_flight: dict[int, list[Any]] = {}  # id -> [kind, its asyncio task once started]
+        self._finished: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._batched_action_spaces: dict[int, Any] = {}
 
     # ------------------------------------------------------------------ gymnasium API
 
@@ -184,6 +189,7 @@ class OpenEnvVectorEnv(VectorEnv):
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
         """Reset the sub-environments (all, or those in ``options["reset_mask"]``), as ``SyncVectorEnv``."""
+        self._check_nothing_in_flight("reset")
         seeds = self._seeds(seed)
         options = dict(options) if options else None
         mask = np.ones(self.num_envs, dtype=np.bool_)
@@ -207,6 +213,7 @@ class OpenEnvVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-environment at once (in NEXT_STEP mode, those that just ended reset instead)."""
+        self._check_nothing_in_flight("step")
         requests: dict[int, tuple[str, dict[str, Any]]] = {}
         for i, action in enumerate(iterate(self.action_space, actions)):
             if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
@@ -252,6 +259,132 @@ class OpenEnvVectorEnv(VectorEnv):
             infos,
         )
 
+    # ------------------------------------------------------------------ EnvPool-style asynchronous API
+
+    def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
+        """Start a step of the sub-environments ``env_ids`` (default: all) and return at once.
+
+        ``actions`` holds one action per id, in the order of ``env_ids``. The sessions step on the
+        background loop while the caller works; `recv` collects whichever finished first (EnvPool's
+        asynchronous mode), so a slow environment no longer holds back the batch. Autoreset is
+        NEXT_STEP: a sub-environment whose episode ended resets on its next ``send``, whatever the action.
+
+        Example:
+            >>> import gymnasium as gym, openenv_lab
+            >>> envs = gym.make_vec("openenv/echo", num_envs=4)
+            >>> _ = envs.reset(seed=0)
+            >>> envs.send(envs.action_space.sample())          # all four start stepping
+            >>> obs, rewards, terminations, truncations, infos = envs.recv(batch_size=2)
+            >>> len(infos["env_id"])                            # the first two that answered
+            2
+            >>> envs.send(envs.action_space.sample()[:2], env_ids=infos["env_id"])
+            >>> _ = envs.recv(batch_size=4)
+            >>> envs.close()
+        """
+        if self.autoreset_mode != AutoresetMode.NEXT_STEP:
+            raise ValueError("send()/recv() autoreset in 'next_step' mode only; make the env with that mode")
+        if self._loop is None or not self._sessions:
+            raise OpenEnvError("This vector environment is closed; make a new one.")
+        ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in np.ravel(env_ids)]
+        for i in ids:
+            if not 0 <= i < self.num_envs:
+                raise IndexError(f"env_ids: {i} is not a sub-environment (num_envs={self.num_envs})")
+            if i in self._in_flight:
+                raise ValueError(f"Sub-environment {i} has a step in flight: recv() it before sending again")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"env_ids has duplicates: {ids}")
+        space = self._batched_action_spaces.get(len(ids))
+        if space is None:
+            space = self._batched_action_spaces[len(ids)] = batch_space(self.single_action_space, len(ids))
+        per_env = list(iterate(space, actions))
+        if len(per_env) != len(ids):
+            raise ValueError(f"send() got {len(per_env)} actions for {len(ids)} sub-environments")
+        requests = []
+        for i, action in zip(ids, per_env, strict=True):
+            if self._autoreset_envs[i]:
+                requests.append((i, "reset", self.episodes[i].reset_request(None, None)))
+            else:
+                requests.append((i, "step", self.episodes[i].step_request(action)))
+        batch = []
+        for i, kind, payload in requests:
+            entry = self._in_flight[i] = [kind, None]
+            batch.append((i, entry, self._sessions[i], payload))
+        # One wake-up of the loop for the whole batch; each task reports its id when it is done.
+        self._loop.loop.call_soon_threadsafe(self._start_tasks, batch)
+
+    def _start_tasks(self, batch: list[tuple[int, list[Any], AsyncSession, dict[str, Any]]]) -> None:
+        """Runs in the loop thread: one task per request, unless the env was closed meanwhile."""
+        if not self._sessions:
+            return
+        for i, entry, session, payload in batch:
+            coroutine = session.reset(**payload) if entry[0] == "reset" else session.step(payload)
+            entry[1] = task = asyncio.get_running_loop().create_task(coroutine)
+            task.add_done_callback(lambda _, i=i: self._finished.put(i))
+
+    def recv(
+        self, batch_size: int | None = None
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Wait for ``batch_size`` of the steps in flight (default: all of them) and return those, in the
+        order they finished, as ``step`` would for a vector env of that size; ``infos["env_id"]`` says
+        which sub-environments they are. Results that finish beyond ``batch_size`` wait for the next call.
+        """
+        if not self._in_flight:
+            raise ValueError("Nothing is in flight: send() actions first")
+        size = len(self._in_flight) if batch_size is None else int(batch_size)
+        if not 1 <= size <= len(self._in_flight):
+            raise ValueError(
+                f"batch_size must be 1..{len(self._in_flight)} (the steps in flight), got {size}"
+            )
+        budget = self.timeouts.request + self.timeouts.close + 5.0  # each request has its own timeout
+        ids: list[int] = []
+        while len(ids) < size:
+            try:
+                i = self._finished.get(timeout=budget)
+            except queue.Empty:
+                self.close()
+                raise OpenEnvError(
+                    f"No reply from the servers within {budget:g} s; closed everything"
+                ) from None
+            if i in self._in_flight and i not in ids:
+                ids.append(i)
+        single_obs: list[Any] = []
+        infos: dict[str, Any] = {}
+        rewards = np.zeros(size, dtype=np.float64)
+        terminations = np.zeros(size, dtype=np.bool_)
+        truncations = np.zeros(size, dtype=np.bool_)
+        for j, i in enumerate(ids):
+            kind, task = self._in_flight.pop(i)
+            try:
+                result = task.result()
+            except BaseException as exc:
+                _name_sub_environment(exc, i, self._sessions[i].base_url)
+                self.close()
+                raise
+            if kind == "reset":
+                self._env_obs[i], info = self.episodes[i].reset_result(result)
+            else:
+                self._env_obs[i], rewards[j], terminations[j], truncations[j], info = self.episodes[
+                    i
+                ].step_result(result)
+            self._autoreset_envs[i] = terminations[j] or truncations[j]
+            single_obs.append(self._env_obs[i])
+            infos = self._add_info(infos, info, j)
+        infos["env_id"] = np.array(ids)
+        batch = create_empty_array(self.single_observation_space, n=size, fn=np.zeros)
+        return (
+            concatenate(self.single_observation_space, single_obs, batch),
+            rewards,
+            terminations,
+            truncations,
+            infos,
+        )
+
+    def _check_nothing_in_flight(self, what: str) -> None:
+        if self._in_flight:
+            raise ValueError(
+                f"{len(self._in_flight)} step(s) sent with send() are in flight: recv() them before {what}()"
+            )
+
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode is None:
             return None
@@ -261,6 +394,10 @@ class OpenEnvVectorEnv(VectorEnv):
         """Close every session (freeing their slots), stop the event loop thread and a container started
         for this vector env."""
         loop = getattr(self, "_loop", None)
+        in_flight, self._in_flight = getattr(self, "_in_flight", {}), {}
+        for _, task in in_flight.values():
+            if task is not None and loop is not None:
+                loop.loop.call_soon_threadsafe(task.cancel)
         if loop is not None:
             sessions, self._sessions = getattr(self, "_sessions", []), []
             if sessions and loop.loop.is_running():

@@ -139,3 +139,72 @@ def test_works_inside_a_running_event_loop(chess_url):
         return obs["board"].shape
 
     assert asyncio.run(inside()) == (2, 19, 8, 8)
+
+
+def test_send_recv_gives_the_same_results_as_step(chess_url):
+    """EnvPool-style: send all, recv all, results put back in env order equal `step`'s on the same seeds."""
+    options = {"opponent": "greedy", "max_moves": 12}
+    ours = gym.make_vec("openenv/chess", num_envs=3, **options)
+    reference = gym.make_vec("openenv/chess", num_envs=3, **options)
+    obs_a, _ = ours.reset(seed=7)
+    obs_b, _ = reference.reset(seed=7)
+    rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
+    ended = 0
+    for _ in range(20):
+        ours.send(masked_actions(ours, obs_a, rng_a))
+        *step_a, infos = ours.recv()
+        order = np.argsort(infos["env_id"])
+        assert sorted(infos["env_id"].tolist()) == [0, 1, 2]
+        step_a = [_take(x, order) for x in step_a]
+        step_b = reference.step(masked_actions(reference, obs_b, rng_b))[:4]
+        for a, b in zip(step_a, step_b, strict=True):
+            assert data_equivalence(a, b), f"{a!r} != {b!r}"
+        obs_a, obs_b = step_a[0], step_b[0]
+        ended += int(step_a[2].sum() + step_a[3].sum())
+    assert ended >= 3  # autoresets happened through send()
+    ours.close()
+    reference.close()
+
+
+def _take(batch, order):
+    if isinstance(batch, dict):
+        return {key: value[order] for key, value in batch.items()}
+    return batch[order]
+
+
+def test_recv_returns_whichever_finished_first():
+    with (
+        EmbeddedServer("chess") as fast,
+        EmbeddedServer("chess", opponent="minimax", opponent_depth=3) as slow,
+    ):
+        envs = gym.make_vec("openenv/chess", num_envs=2, base_urls=[slow.base_url, fast.base_url])
+        obs, _ = envs.reset(seed=0)
+        envs.send(masked_actions(envs, obs, np.random.default_rng(0)))
+        obs_fast, rewards, *_, infos = envs.recv(batch_size=1)
+        assert infos["env_id"].tolist() == [1]  # env 0 waits for the minimax opponent
+        assert obs_fast["board"].shape == (1, 19, 8, 8) and rewards.shape == (1,)
+        with pytest.raises(ValueError, match="Sub-environment 0 has a step in flight"):
+            envs.send(np.array([0]), env_ids=[0])
+        with pytest.raises(ValueError, match="in flight: recv"):
+            envs.step(np.array([0, 0]))
+        envs.send(masked_actions(envs, obs_fast, np.random.default_rng(1)), env_ids=infos["env_id"])
+        _, _, _, _, infos = envs.recv(batch_size=2)
+        assert sorted(infos["env_id"].tolist()) == [0, 1]
+        with pytest.raises(ValueError, match="Nothing is in flight"):
+            envs.recv()
+        with pytest.raises(ValueError, match="got 1 actions for 2"):
+            envs.send(np.array([0]))
+        with pytest.raises(IndexError, match="5 is not a sub-environment"):
+            envs.send(np.array([0]), env_ids=[5])
+        envs.close()
+
+
+def test_a_server_dying_during_send_recv_names_the_sub_environment(chess_url):
+    with EmbeddedServer("chess") as dying:
+        envs = gym.make_vec("openenv/chess", num_envs=2, base_urls=[chess_url, dying.base_url])
+        obs, _ = envs.reset(seed=0)
+        os.kill(dying._process.pid, signal.SIGKILL)
+        envs.send(masked_actions(envs, obs, np.random.default_rng(0)))
+        with pytest.raises(SessionClosed, match=r"Sub-environment 1 \(server http://127\.0\.0\.1"):
+            envs.recv()
+    assert envs.closed
