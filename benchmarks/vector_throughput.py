@@ -56,6 +56,20 @@ def server_cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def timed(run: Callable[[], int], server_pid: int) -> dict[str, float]:
+    """Run ``run`` (it returns the environment steps it made) and report rate and CPU per step."""
+    server_before = server_cpu_seconds(server_pid)
+    cpu_before, wall_before = time.process_time(), time.perf_counter()
+    env_steps = run()
+    wall = time.perf_counter() - wall_before
+    cpu = time.process_time() - cpu_before
+    server_after = server_cpu_seconds(server_pid)
+    row = {"steps_per_s": env_steps / wall, "client_cpu_us_per_step": 1e6 * cpu / env_steps}
+    if server_before is not None and server_after is not None:
+        row["server_cpu_us_per_step"] = 1e6 * (server_after - server_before) / env_steps
+    return row
+
+
 def measure(
     name: str, make: Callable[[], gym.vector.VectorEnv], steps: int, server_pid: int
 ) -> dict[str, float]:
@@ -65,18 +79,14 @@ def measure(
         obs, _ = envs.reset(seed=0)
         for _ in range(3):  # warm up
             obs, *_ = envs.step(actions_for(name, envs, obs, rng))
-        server_before = server_cpu_seconds(server_pid)
-        cpu_before, wall_before = time.process_time(), time.perf_counter()
-        for _ in range(steps):
-            obs, *_ = envs.step(actions_for(name, envs, obs, rng))
-        wall = time.perf_counter() - wall_before
-        cpu = time.process_time() - cpu_before
-        server_after = server_cpu_seconds(server_pid)
-        env_steps = steps * envs.num_envs
-        row = {"steps_per_s": env_steps / wall, "client_cpu_us_per_step": 1e6 * cpu / env_steps}
-        if server_before is not None and server_after is not None:
-            row["server_cpu_us_per_step"] = 1e6 * (server_after - server_before) / env_steps
-        return row
+
+        def run() -> int:
+            nonlocal obs
+            for _ in range(steps):
+                obs, *_ = envs.step(actions_for(name, envs, obs, rng))
+            return steps * envs.num_envs
+
+        return timed(run, server_pid)
     finally:
         envs.close()
 
@@ -98,18 +108,15 @@ def measure_send_recv(name: str, make: Callable[[], Any], steps: int, server_pid
 
         for _ in range(3):  # warm up
             cycle()
-        env_steps, target = 0, steps * envs.num_envs
-        server_before = server_cpu_seconds(server_pid)
-        cpu_before, wall_before = time.process_time(), time.perf_counter()
-        while env_steps < target:
-            env_steps += cycle()
-        wall = time.perf_counter() - wall_before
-        cpu = time.process_time() - cpu_before
-        server_after = server_cpu_seconds(server_pid)
+
+        def run() -> int:
+            env_steps = 0
+            while env_steps < steps * envs.num_envs:
+                env_steps += cycle()
+            return env_steps
+
+        row = timed(run, server_pid)
         envs.recv()
-        row = {"steps_per_s": env_steps / wall, "client_cpu_us_per_step": 1e6 * cpu / env_steps}
-        if server_before is not None and server_after is not None:
-            row["server_cpu_us_per_step"] = 1e6 * (server_after - server_before) / env_steps
         return row
     finally:
         envs.close()
