@@ -210,10 +210,10 @@ def _watch(ref: weakref.ref[Fleet]) -> None:
         fleet = ref()
         if fleet is None or fleet._stopping.is_set():
             return
-        interval = fleet.watch_interval
+        interval, stopping = fleet.watch_interval, fleet._stopping
         fleet.check()
         del fleet
-        threading.Event().wait(interval)
+        stopping.wait(interval)  # stop() wakes the watcher at once
 
 
 _running: weakref.WeakSet[Fleet] = weakref.WeakSet()
