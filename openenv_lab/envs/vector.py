@@ -214,33 +214,26 @@ class OpenEnvVectorEnv(VectorEnv):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-environment at once (in NEXT_STEP mode, those that just ended reset instead)."""
         self._check_nothing_in_flight("step")
-        requests: dict[int, tuple[str, dict[str, Any]]] = {}
-        for i, action in enumerate(iterate(self.action_space, actions)):
-            if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
-                requests[i] = ("reset", self.episodes[i].reset_request(None, None))
-            else:
-                requests[i] = ("step", self.episodes[i].step_request(action))
+        requests = {i: self._request(i, a) for i, a in enumerate(iterate(self.action_space, actions))}
         results = self._exchange(requests)
 
         infos: dict[str, Any] = {}
         finished: dict[int, dict[str, Any]] = {}
         for i in range(self.num_envs):
-            if requests[i][0] == "reset":
-                self._env_obs[i], info = self.episodes[i].reset_result(results[i])
-                self._rewards[i], self._terminations[i], self._truncations[i] = 0.0, False, False
-            else:
-                (
-                    self._env_obs[i],
-                    self._rewards[i],
-                    self._terminations[i],
-                    self._truncations[i],
-                    info,
-                ) = self.episodes[i].step_result(results[i])
-                if self.autoreset_mode == AutoresetMode.SAME_STEP and (
-                    self._terminations[i] or self._truncations[i]
-                ):
-                    finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
-                    continue
+            (
+                self._env_obs[i],
+                self._rewards[i],
+                self._terminations[i],
+                self._truncations[i],
+                info,
+            ) = self._result(i, requests[i][0], results[i])
+            if (
+                requests[i][0] == "step"
+                and self.autoreset_mode == AutoresetMode.SAME_STEP
+                and (self._terminations[i] or self._truncations[i])
+            ):
+                finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
+                continue
             infos = self._add_info(infos, info, i)
         if finished:  # SAME_STEP: reset the finished ones now, all at once
             resets = {i: ("reset", self.episodes[i].reset_request(None, None)) for i in finished}
@@ -299,14 +292,9 @@ class OpenEnvVectorEnv(VectorEnv):
         per_env = list(iterate(space, actions))
         if len(per_env) != len(ids):
             raise ValueError(f"send() got {len(per_env)} actions for {len(ids)} sub-environments")
-        requests = []
-        for i, action in zip(ids, per_env, strict=True):
-            if self._autoreset_envs[i]:
-                requests.append((i, "reset", self.episodes[i].reset_request(None, None)))
-            else:
-                requests.append((i, "step", self.episodes[i].step_request(action)))
         batch = []
-        for i, kind, payload in requests:
+        for i, action in zip(ids, per_env, strict=True):
+            kind, payload = self._request(i, action)
             entry = self._in_flight[i] = [kind, None]
             batch.append((i, entry, self._sessions[i], payload))
         # One wake-up of the loop for the whole batch; each task reports its id when it is done.
@@ -360,12 +348,8 @@ class OpenEnvVectorEnv(VectorEnv):
                 _name_sub_environment(exc, i, self._sessions[i].base_url)
                 self.close()
                 raise
-            if kind == "reset":
-                self._env_obs[i], info = self.episodes[i].reset_result(result)
-            else:
-                self._env_obs[i], rewards[j], terminations[j], truncations[j], info = self.episodes[
-                    i
-                ].step_result(result)
+            obs, rewards[j], terminations[j], truncations[j], info = self._result(i, kind, result)
+            self._env_obs[i] = obs
             self._autoreset_envs[i] = terminations[j] or truncations[j]
             single_obs.append(self._env_obs[i])
             infos = self._add_info(infos, info, j)
@@ -378,6 +362,19 @@ class OpenEnvVectorEnv(VectorEnv):
             truncations,
             infos,
         )
+
+    def _request(self, i: int, action: Any) -> tuple[str, dict[str, Any]]:
+        """Sub-environment ``i``'s next request: its step, or (NEXT_STEP) the reset of an ended episode."""
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
+            return "reset", self.episodes[i].reset_request(None, None)
+        return "step", self.episodes[i].step_request(action)
+
+    def _result(self, i: int, kind: str, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The reply to `_request` as a step's five values (a reset's: reward 0, not ended)."""
+        if kind == "reset":
+            obs, info = self.episodes[i].reset_result(result)
+            return obs, 0.0, False, False, info
+        return self.episodes[i].step_result(result)
 
     def _check_nothing_in_flight(self, what: str) -> None:
         if self._in_flight:
