@@ -1,10 +1,11 @@
 """Steps per second of ``openenv/atari`` and ``openenv/finrl`` against the same environments in process.
 
 Atari: Pong with frameskip 4 and no sticky actions, driven with the same actions through
-``gym.make("openenv/atari")`` (zlib frames, raw frames, the official JSON list) and through ale-py's own
-``gym.make("ALE/Pong-v5")`` in this process. FinRL: random actions on the synthetic market through
-``gym.make("openenv/finrl")``, against the trading simulator called directly, and against our OpenEnv
-environment class called in process (the server's work without the network). One run, interleaved.
+``gym.make("openenv/atari")`` (delta frames, the default; zlib; raw; the official JSON list) and through
+ale-py's own ``gym.make("ALE/Pong-v5")`` in this process. FinRL: random actions on the synthetic market
+through ``gym.make("openenv/finrl")``, against the trading simulator called directly, and against our
+OpenEnv environment class called in process (the server's work without the network). One run,
+interleaved.
 
     python benchmarks/env_throughput.py            # about a minute
     python benchmarks/env_throughput.py --quick    # a few seconds, for smoke tests
@@ -47,7 +48,8 @@ def atari(steps: int, rounds: int) -> dict[str, float]:
     actions = np.random.default_rng(0).integers(0, 6, 1000)
     envs = {
         "in-process ALE/Pong-v5": gym.make("ALE/Pong-v5", repeat_action_probability=0.0),
-        "openenv/atari, zlib frames": gym.make("openenv/atari", game="pong"),
+        "openenv/atari, delta frames": gym.make("openenv/atari", game="pong"),
+        "openenv/atari, zlib frames": gym.make("openenv/atari", game="pong", frame_encoding="zlib"),
         "openenv/atari, raw frames": gym.make("openenv/atari", game="pong", frame_encoding="raw"),
         "openenv/atari, JSON frames": gym.make("openenv/atari", game="pong", frame_encoding="json"),
     }

@@ -45,6 +45,7 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     throughput = report["env_throughput"]
     assert set(throughput["atari_steps_per_s"]) == {
         "in-process ALE/Pong-v5",
+        "openenv/atari, delta frames",
         "openenv/atari, zlib frames",
         "openenv/atari, raw frames",
         "openenv/atari, JSON frames",

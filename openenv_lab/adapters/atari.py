@@ -4,9 +4,11 @@ Spaces: ``Box(0, 255, (210, 160, 3), uint8)`` for ``obs_type="rgb"`` (the defaul
 ``"grayscale"``, ``(128,)`` for ``"ram"``; ``Discrete(n)`` with ``n`` the game's action set (minimal, or 18
 with ``full_action_space=True``), read from the server's ``legal_actions``.
 
-Frames travel compactly when the server can: the adapter asks for ``frame_encoding="zlib"`` at reset, and
-decodes ``screen_b64`` straight into a ``uint8`` array. A server that does not know the option (the
-official ``atari_env``) ignores it and sends the JSON list, which is decoded as well; nothing to configure.
+Frames travel compactly when the server can: the adapter asks for ``frame_encoding="zlib"`` at its first
+reset, and for ``"delta"`` (only the pixels that changed since the last frame) from then on if the
+server's reset metadata offers it, and decodes ``screen_b64`` straight into a ``uint8`` array. A server
+that does not know the option (the official ``atari_env``) ignores it and sends the JSON list, which is
+decoded as well; nothing to configure.
 
 Built to drop into code written for ``gym.make("ALE/Pong-v5")``: ``env.unwrapped.ale`` answers
 ``lives()``, ``getScreenRGB()``, ``getScreenGrayscale()`` (ALE's own luminance rounding) and ``getRAM()``
@@ -34,6 +36,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
+from .._frames import apply_delta
 from ..client import ProtocolError, StepResult
 from .base import Adapter, Transition
 
@@ -50,6 +53,7 @@ _SETTINGS = (
     "max_num_frames_per_episode",
 )
 _SHAPES = {"rgb": (210, 160, 3), "grayscale": (210, 160), "ram": (128,)}
+_ENCODINGS = ("auto", "delta", "zlib", "raw", "json")
 
 
 class ScreenProxy:
@@ -119,8 +123,9 @@ class AtariAdapter(Adapter):
         repeat_action_probability: sticky actions (``ALE/...-v5`` uses 0.25; the default here is 0.0, as
             in OpenEnv's atari_env).
         full_action_space, mode, difficulty, max_num_frames_per_episode: as in ALE.
-        frame_encoding: ``"zlib"`` (default), ``"raw"`` or ``"json"``: how frames should travel when the
-            server can choose.
+        frame_encoding: how frames should travel when the server can choose: ``"auto"`` (the default:
+            ``"delta"`` where the server offers it, else ``"zlib"``), ``"delta"``, ``"zlib"``, ``"raw"``
+            or ``"json"``.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -148,10 +153,12 @@ class AtariAdapter(Adapter):
         mode: int | None = None,
         difficulty: int | None = None,
         max_num_frames_per_episode: int | None = None,
-        frame_encoding: str = "zlib",
+        frame_encoding: str = "auto",
     ) -> None:
         if obs_type not in _SHAPES:
             raise ValueError(f"obs_type must be one of {', '.join(_SHAPES)}, got {obs_type!r}")
+        if frame_encoding not in _ENCODINGS:
+            raise ValueError(f"frame_encoding must be one of {', '.join(_ENCODINGS)}, got {frame_encoding!r}")
         values = (
             game,
             obs_type,
@@ -164,6 +171,9 @@ class AtariAdapter(Adapter):
         )
         self.settings = {k: v for k, v in zip(_SETTINGS, values, strict=True) if v is not None}
         self.frame_encoding = frame_encoding
+        # What to ask for at the next reset; "auto" becomes "delta" once the server says it has it.
+        self._asked = "zlib" if frame_encoding == "auto" else frame_encoding
+        self._frame_number: int | None = None  # of self.frame, the base of the next delta
         self._frameskip = frameskip
         self.ale = ScreenProxy(self)
         self.frame = np.zeros(_SHAPES[obs_type], dtype=np.uint8)
@@ -181,7 +191,7 @@ class AtariAdapter(Adapter):
         return seeding.np_random(int(np_seed))[0]
 
     def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        kwargs = {**self.settings, "frame_encoding": self.frame_encoding, **(options or {})}
+        kwargs = {**self.settings, "frame_encoding": self._asked, **(options or {})}
         return super().reset_kwargs(seed, kwargs)
 
     def probe(self, first: StepResult) -> None:
@@ -196,7 +206,10 @@ class AtariAdapter(Adapter):
         self.observation_space = spaces.Box(0, 255, shape, dtype=np.uint8)
         self.action_space = spaces.Discrete(len(legal))
         self.frame = np.zeros(shape, dtype=np.uint8)
+        self._frame_number = None
         self._read_action_meanings(first.metadata)
+        if self.frame_encoding == "auto" and "delta" in (first.metadata.get("frame_encodings") or ()):
+            self._asked = "delta"
 
     def encode_action(self, action: Any) -> dict[str, Any]:
         return {"action_id": int(action)}
@@ -208,11 +221,16 @@ class AtariAdapter(Adapter):
         encoded = raw.get("screen_b64")
         if encoded is not None:
             data = base64.b64decode(encoded)
-            if raw.get("screen_encoding") == "zlib":
-                data = zlib.decompress(data)
-            frame = np.frombuffer(data, dtype=np.uint8).reshape(shape).copy()
+            encoding = raw.get("screen_encoding")
+            if encoding == "delta":
+                frame = self._apply_delta(data, shape, raw.get("screen_base"))
+            else:
+                if encoding == "zlib":
+                    data = zlib.decompress(data)
+                frame = np.frombuffer(data, dtype=np.uint8).reshape(shape).copy()
         else:
             frame = np.asarray(raw.get("screen", ()), dtype=np.uint8).reshape(shape)
+        self._frame_number = raw.get("frame_number")
         if reset:
             self._read_action_meanings(metadata)
         self.frame = frame
@@ -254,6 +272,19 @@ class AtariAdapter(Adapter):
             "obs_type": self.settings.get("obs_type"),
             "action_meanings": self.get_action_meanings(),
         }
+
+    def _apply_delta(self, delta: bytes, shape: tuple[int, ...], base: Any) -> np.ndarray:
+        """The frame that ``delta`` makes of the last frame, which must be the one it was made against."""
+        if base is None or base != self._frame_number or self.frame.shape != shape:
+            raise ProtocolError(
+                f"The server sent the changes to frame {base} of shape {shape}, but the last frame this "
+                f"env decoded is frame {self._frame_number} of shape {self.frame.shape}: the frames are out "
+                "of step. Reset the env, or make it with frame_encoding='zlib'."
+            )
+        try:
+            return apply_delta(self.frame, delta)
+        except ValueError as exc:
+            raise ProtocolError(f"The server sent a malformed frame delta: {exc}") from None
 
     def _read_action_meanings(self, metadata: dict[str, Any]) -> None:
         if "action_meanings" in metadata:

@@ -107,15 +107,45 @@ def test_other_observation_types(obs_type, shape):
     reference.close()
 
 
-@pytest.mark.parametrize("encoding", ["json", "raw"])
+@pytest.mark.parametrize("encoding", ["delta", "zlib", "raw"])
 def test_every_frame_encoding_decodes_to_the_same_frames(encoding):
-    compact = gym.make("openenv/atari", game="pong")
-    other = gym.make("openenv/atari", game="pong", frame_encoding=encoding)
-    np.testing.assert_array_equal(compact.reset(seed=2)[0], other.reset(seed=2)[0])
-    for step in range(10):
-        np.testing.assert_array_equal(compact.step(step % 6)[0], other.step(step % 6)[0])
-    compact.close()
+    plain = gym.make("openenv/atari", game="pong", frame_encoding="json", max_num_frames_per_episode=120)
+    other = gym.make("openenv/atari", game="pong", frame_encoding=encoding, max_num_frames_per_episode=120)
+    np.testing.assert_array_equal(plain.reset(seed=2)[0], other.reset(seed=2)[0])
+    for step in range(45):  # the frame limit ends an episode after 30 steps: a reset in the middle
+        a, b = plain.step(step % 6), other.step(step % 6)
+        np.testing.assert_array_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        if a[2] or a[3]:
+            np.testing.assert_array_equal(plain.reset()[0], other.reset()[0])
+    plain.close()
     other.close()
+
+
+def test_frames_travel_as_deltas_by_default(pong):
+    _, info = pong.reset(seed=0)
+    assert info["raw_observation"]["screen_encoding"] == "zlib"  # a new episode starts whole
+    pong.step(0)  # Pong's first step draws the court: a whole frame
+    for action in range(6):
+        number = pong.step(action)[4]["frame_number"]
+        _, _, _, _, info = pong.step(action)
+        raw = info["raw_observation"]
+        assert (raw["screen_encoding"], raw["screen_base"]) == ("delta", number)
+
+
+def test_a_delta_out_of_step_is_a_clear_error():
+    env = gym.make("openenv/atari", game="pong")
+    env.reset(seed=0)
+    env.step(0)  # a whole frame (Pong draws its court)
+    env.unwrapped.adapter._frame_number = -1  # as if a frame had been lost
+    with pytest.raises(openenv_lab.ProtocolError, match=r"out of step\. Reset the env"):
+        env.step(0)
+    env.close()
+
+
+def test_an_unknown_frame_encoding_fails_at_make():
+    with pytest.raises(ValueError, match="frame_encoding must be one of auto, delta, zlib, raw, json"):
+        gym.make("openenv/atari", game="pong", frame_encoding="png")
 
 
 def test_compact_frames_are_small_on_the_wire(pong):

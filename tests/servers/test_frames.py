@@ -1,0 +1,99 @@
+"""Frame deltas (``openenv_lab._frames``) and the Atari server's ``frame_encoding="delta"`` sessions."""
+
+from __future__ import annotations
+
+import base64
+import zlib
+
+import numpy as np
+import pytest
+
+from openenv_lab._frames import MAX_CHANGED_FRACTION, apply_delta, encode_delta
+
+
+@pytest.mark.parametrize("shape", [(210, 160, 3), (210, 160), (128,), (7, 5, 3), (3, 3), (300, 300)])
+@pytest.mark.parametrize("changed", [0, 1, 37])
+def test_a_delta_turns_the_previous_frame_into_the_new_one(shape, changed):
+    rng = np.random.default_rng(changed)
+    previous = rng.integers(0, 256, shape, dtype=np.uint8)
+    frame = previous.copy()
+    flat = frame.reshape(-1)
+    flat[rng.choice(flat.size, size=min(changed, flat.size // 40), replace=False)] ^= 0xFF
+    delta = encode_delta(frame, previous)
+    assert delta is not None
+    rebuilt = apply_delta(previous, delta)
+    np.testing.assert_array_equal(rebuilt, frame)
+    assert rebuilt is not previous and not np.shares_memory(rebuilt, previous)
+    if changed == 0:
+        assert delta == b""
+
+
+def test_a_delta_of_a_pong_sized_change_is_small():
+    previous = np.zeros((210, 160, 3), np.uint8)
+    frame = previous.copy()
+    frame[100:104, 80:82] = 236  # the ball: 8 pixels
+    delta = encode_delta(frame, previous)
+    assert delta is not None and len(delta) <= 2 * 8 * 5  # at most two entries per changed 32-bit word
+
+
+def test_too_many_changed_pixels_ask_for_a_whole_frame():
+    previous = np.zeros((210, 160, 3), np.uint8)
+    frame = previous.copy()
+    rows = int(210 * MAX_CHANGED_FRACTION) + 2
+    frame[:rows] = 1
+    assert encode_delta(frame, previous) is None
+
+
+def test_malformed_deltas_are_refused():
+    previous = np.zeros((210, 160, 3), np.uint8)
+    with pytest.raises(ValueError, match="multiple of 5 bytes"):
+        apply_delta(previous, b"\x00" * 7)
+    out_of_range = np.array([40_000], "<u2").tobytes() + b"\x01\x02\x03"
+    with pytest.raises(ValueError, match="pixel 40000 of a 33600-pixel frame"):
+        apply_delta(previous, out_of_range)
+
+
+@pytest.fixture
+def atari():
+    from openenv_lab.servers.atari import AtariAction, AtariEnvironment
+
+    env = AtariEnvironment(game="pong")
+    yield env, AtariAction
+    env.close()
+
+
+def decode(observation, previous):
+    data = base64.b64decode(observation.screen_b64)
+    if observation.screen_encoding == "delta":
+        return apply_delta(previous, data)
+    return np.frombuffer(zlib.decompress(data), np.uint8).reshape(observation.screen_shape)
+
+
+def test_the_server_sends_a_whole_frame_then_deltas_against_the_frame_before(atari):
+    env, action = atari
+    first = env.reset(seed=0, frame_encoding="delta")
+    assert first.screen_encoding == "zlib" and first.screen_base is None
+    assert "delta" in first.metadata["frame_encodings"]
+    frame, number = decode(first, None), first.frame_number
+    encodings = []
+    for step in range(40):
+        observation = env.step(action(action_id=step % 6))
+        encodings.append(observation.screen_encoding)
+        if observation.screen_encoding == "delta":
+            assert observation.screen_base == number
+        assert observation.screen == []
+        frame, number = decode(observation, frame), observation.frame_number
+        np.testing.assert_array_equal(frame, env._ale.getScreenRGB())
+    # Pong's first step draws the court (a whole frame); then a few hundred pixels change per step.
+    assert encodings[1:] == ["delta"] * 39
+    again = env.reset(frame_encoding="delta")
+    assert again.screen_encoding == "zlib"  # a new episode starts whole
+
+
+def test_the_server_sends_a_whole_frame_when_a_delta_would_not_pay(atari, monkeypatch):
+    env, action = atari
+    env.reset(seed=0, frame_encoding="delta")
+    monkeypatch.setattr("openenv_lab.servers.atari.encode_delta", lambda frame, previous: None)
+    observation = env.step(action(action_id=0))
+    assert observation.screen_encoding == "zlib" and observation.screen_base is None
+    np.testing.assert_array_equal(decode(observation, None), env._ale.getScreenRGB())
