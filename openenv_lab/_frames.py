@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-__all__ = ["apply_delta", "encode_delta"]
+__all__ = ["apply_delta", "changed_pixels", "encode_delta", "pack_delta"]
 
 #: Above this share of changed pixels a delta stops paying (a scrolling game, a flash): send a whole frame.
 MAX_CHANGED_FRACTION = 1 / 8
@@ -32,12 +32,13 @@ def _layout(shape: tuple[int, ...]) -> tuple[int, int, np.dtype]:
     return pixels, channels, index
 
 
-def encode_delta(frame: np.ndarray, previous: np.ndarray) -> bytes | None:
-    """The delta that turns ``previous`` into ``frame`` (both C-contiguous ``uint8``, same shape).
+def changed_pixels(frame: np.ndarray, previous: np.ndarray) -> np.ndarray | None:
+    """Indices of the pixels of ``frame`` that may differ from ``previous`` (both C-contiguous ``uint8``).
 
-    Returns None when more than `MAX_CHANGED_FRACTION` of the pixels changed: send the whole frame then.
+    Every changed pixel is in the result; a few unchanged neighbours may be too, and some twice. Returns
+    None when more than `MAX_CHANGED_FRACTION` of the pixels changed: send the whole frame then.
     """
-    pixels, channels, index = _layout(frame.shape)
+    pixels, channels, _ = _layout(frame.shape)
     now, before = frame.reshape(-1), previous.reshape(-1)
     if now.size % 4 == 0:
         # Comparing 32-bit words is twice as fast as bytes; a changed word touches bytes 4w..4w+3.
@@ -45,9 +46,25 @@ def encode_delta(frame: np.ndarray, previous: np.ndarray) -> bytes | None:
         touched = np.concatenate([(first + k) // channels for k in range(0, 4, min(channels, 3))])
     else:
         touched = np.flatnonzero(now != before) // channels
-    if touched.size > pixels * MAX_CHANGED_FRACTION:
+    return None if touched.size > pixels * MAX_CHANGED_FRACTION else touched
+
+
+def pack_delta(shape: tuple[int, ...], pixels: np.ndarray, values: np.ndarray) -> bytes:
+    """The delta setting ``pixels`` (indices) of a frame of ``shape`` to ``values`` (one row each)."""
+    index = _layout(shape)[2]
+    return pixels.astype(index).tobytes() + np.ascontiguousarray(values, dtype=np.uint8).tobytes()
+
+
+def encode_delta(frame: np.ndarray, previous: np.ndarray) -> bytes | None:
+    """The delta that turns ``previous`` into ``frame`` (both C-contiguous ``uint8``, same shape).
+
+    Returns None when more than `MAX_CHANGED_FRACTION` of the pixels changed: send the whole frame then.
+    """
+    touched = changed_pixels(frame, previous)
+    if touched is None:
         return None
-    return touched.astype(index).tobytes() + frame.reshape(pixels, channels)[touched].tobytes()
+    pixels, channels, _ = _layout(frame.shape)
+    return pack_delta(frame.shape, touched, frame.reshape(pixels, channels)[touched])
 
 
 def apply_delta(previous: np.ndarray, delta: bytes) -> np.ndarray:

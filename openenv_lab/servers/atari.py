@@ -39,7 +39,7 @@ import numpy as np
 from ale_py import ALEInterface, roms
 from pydantic import Field
 
-from .._frames import encode_delta
+from .._frames import changed_pixels, pack_delta
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
 
@@ -128,7 +128,12 @@ class AtariEnvironment(ServerEnvironment):
         self._settings = dict(self._defaults)
         self._actions: list[Any] = []
         self._encoding = "json"
-        self._sent: tuple[np.ndarray, int] | None = None  # the last frame sent and its frame_number
+        # For delta frames: the last screen sent (palette indices, or RAM) and its frame_number, and the
+        # colours of the palette indices seen so far (learnt from whole frames).
+        self._sent: tuple[np.ndarray, int] | None = None
+        self._palette: np.ndarray | None = None
+        self._known = np.zeros(256, dtype=bool)
+        self._palette_ok = True
         self._state = AtariState()
 
     # ------------------------------------------------------------------ OpenEnv interface
@@ -160,6 +165,7 @@ class AtariEnvironment(ServerEnvironment):
         ale.reset_game()
         self._encoding = frame_encoding
         self._sent = None  # a new episode starts with a whole frame
+        self._palette, self._palette_ok = None, True  # the ROM or obs_type may have changed
         self._state = AtariState(
             episode_id=episode_id or str(uuid.uuid4()),
             step_count=0,
@@ -259,32 +265,30 @@ class AtariEnvironment(ServerEnvironment):
     def _observation(self, reward: float, metadata: dict[str, Any]) -> AtariObservation:
         ale = self._ale
         assert ale is not None
-        frame = self._frame()
         done = ale.game_over()
         if done:
             metadata["end_reason"] = "frame_limit" if ale.game_truncated() else "game_over"
         frame_number = ale.getFrameNumber()
         fields: dict[str, Any] = {}
-        if self._encoding == "json":
-            fields["screen"] = frame.reshape(-1).tolist()
+        delta = self._delta(frame_number) if self._encoding == "delta" else None
+        if delta is not None:
+            data, shape, fields["screen_base"] = delta
+            fields["screen_b64"] = base64.b64encode(data).decode("ascii")
+            fields["screen_encoding"] = "delta"
         else:
-            encoding, data = self._encoding, None
-            if encoding == "delta":
-                if self._sent is not None and self._sent[0].shape == frame.shape:
-                    data = encode_delta(frame, self._sent[0])
-                    fields["screen_base"] = self._sent[1]
-                self._sent = (frame, frame_number)
-                if data is None:  # a new episode, or too much changed: a whole frame
-                    encoding = "zlib"
-                    fields.pop("screen_base", None)
-            if data is None:
+            frame = self._frame()
+            shape = frame.shape
+            if self._encoding == "json":
+                fields["screen"] = frame.reshape(-1).tolist()
+            else:
                 data = frame.tobytes()
+                encoding = "zlib" if self._encoding == "delta" else self._encoding  # a whole frame
                 if encoding == "zlib":
                     data = zlib.compress(data, 1)
-            fields["screen_b64"] = base64.b64encode(data).decode("ascii")
-            fields["screen_encoding"] = encoding
+                fields["screen_b64"] = base64.b64encode(data).decode("ascii")
+                fields["screen_encoding"] = encoding
         return AtariObservation(
-            screen_shape=list(frame.shape),
+            screen_shape=list(shape),
             legal_actions=list(range(len(self._actions))),
             lives=ale.lives(),
             episode_frame_number=ale.getEpisodeFrameNumber(),
@@ -294,6 +298,48 @@ class AtariEnvironment(ServerEnvironment):
             metadata=metadata,
             **fields,
         )
+
+    def _delta(self, frame_number: int) -> tuple[bytes, tuple[int, ...], int] | None:
+        """The changes since the last frame sent: the delta, the frame's shape and the frame_number the
+        delta applies to. None when a whole frame should go (a new episode, too many changes).
+
+        Screens are compared as the ALE's palette indices (``getScreen``), a third of the bytes of RGB and
+        no RGB frame to render: 4 us instead of the 50 us of ``getScreenRGB``.
+        """
+        ale = self._ale
+        assert ale is not None
+        ram = self._state.obs_type == "ram"
+        screen = ale.getRAM() if ram else ale.getScreen()
+        sent, self._sent = self._sent, (screen, frame_number)
+        if sent is None or sent[0].shape != screen.shape:
+            return None
+        touched = changed_pixels(screen, sent[0])
+        if touched is None:
+            return None
+        if ram:
+            return pack_delta(screen.shape, touched, screen[touched]), screen.shape, sent[1]
+        shape = screen.shape if self._state.obs_type == "grayscale" else (*screen.shape, 3)
+        return pack_delta(shape, touched, self._colours(screen, touched)), shape, sent[1]
+
+    def _colours(self, screen: np.ndarray, touched: np.ndarray) -> np.ndarray:
+        """The colours (RGB or grey, as the obs_type asks) of pixels ``touched`` of a palette-index screen."""
+        codes = screen.reshape(-1)[touched]
+        if self._palette is not None and self._known[codes].all():
+            return self._palette[codes]
+        # A colour not seen yet: render the whole frame and learn the colour of every index on it.
+        frame = self._frame().reshape(screen.size, -1)
+        if self._palette_ok:
+            flat = screen.reshape(-1)
+            if self._palette is None:
+                self._palette = np.zeros((256, frame.shape[1]), dtype=np.uint8)
+                self._known[:] = False
+            self._palette[flat] = frame
+            # One colour per index is what the ALE does (without colour averaging); if not, stop learning.
+            self._palette_ok = bool((self._palette[flat] == frame).all())
+            self._known[flat] = self._palette_ok
+            if not self._palette_ok:
+                self._palette = None
+        return frame[touched]
 
 
 def _check_settings(settings: dict[str, Any]) -> None:

@@ -93,7 +93,38 @@ def test_the_server_sends_a_whole_frame_then_deltas_against_the_frame_before(ata
 def test_the_server_sends_a_whole_frame_when_a_delta_would_not_pay(atari, monkeypatch):
     env, action = atari
     env.reset(seed=0, frame_encoding="delta")
-    monkeypatch.setattr("openenv_lab.servers.atari.encode_delta", lambda frame, previous: None)
+    monkeypatch.setattr("openenv_lab.servers.atari.changed_pixels", lambda frame, previous: None)
     observation = env.step(action(action_id=0))
     assert observation.screen_encoding == "zlib" and observation.screen_base is None
     np.testing.assert_array_equal(decode(observation, None), env._ale.getScreenRGB())
+
+
+def test_colours_come_from_the_palette_once_learnt_and_from_the_frame_if_it_is_not_one(atari, monkeypatch):
+    env, action = atari
+    env.reset(seed=0, frame_encoding="delta")
+    frame = None
+    for step in range(20):
+        observation = env.step(action(action_id=step % 6))
+        frame = decode(observation, frame)
+    assert env._palette_ok and env._known.sum() >= 3  # Pong's court, paddles and ball
+    renders = []
+    real_frame = env._frame
+    monkeypatch.setattr(env, "_frame", lambda: renders.append(1) or real_frame())
+    for step in range(20):
+        observation = env.step(action(action_id=step % 6))
+        frame = decode(observation, frame)
+        np.testing.assert_array_equal(frame, env._ale.getScreenRGB())
+    assert renders == []  # deltas from the palette: no RGB frame rendered
+
+    # An index shown in two colours (as colour averaging would do): colours come from the frame from then on.
+    assert env._ale.getScreen()[0, 0] == env._ale.getScreen()[0, 1]  # both the court's border
+
+    def two_colours():
+        rgb = real_frame().copy()
+        rgb[0, 0] = rgb[0, 1] ^ 0xFF
+        return rgb
+
+    env._known[:] = False
+    monkeypatch.setattr(env, "_frame", two_colours)
+    env.step(action(action_id=0))
+    assert not env._palette_ok and env._palette is None
