@@ -38,6 +38,7 @@ def run_server(
     """Serve the bundled server ``name`` until interrupted (blocking)."""
     import uvicorn
 
+    _import_jsonschema_without_iri_format()
     app = get_bundled_server(name).make_app(max_sessions=max_sessions, **options)
     sock = _listen(host, port)
     bound_port = sock.getsockname()[1]
@@ -55,6 +56,27 @@ def run_server(
         everywhere = " (all interfaces)" if reachable != host else ""
         print(f"openenv_lab {name} server listening on {url}{everywhere} (Ctrl+C to stop)", flush=True)
     server.run(sockets=[sock])
+
+
+def _import_jsonschema_without_iri_format() -> None:
+    """Import ``jsonschema`` (which openenv's server framework imports through ``mcp``) without
+    ``rfc3987_syntax``.
+
+    ``jsonschema`` imports ``rfc3987_syntax``, when it is installed (Jupyter installs it), only to offer an
+    optional ``"iri"`` format check, and that import compiles lark grammars: about 2.3 s of every server
+    start on the build machine. Nothing in a server process checks formats, and ``jsonschema`` already
+    treats the module as optional, so the server imports it with the module hidden, then un-hides it.
+    """
+    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+        return
+    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes the import fail fast
+    try:
+        import jsonschema  # noqa: F401
+    except ImportError:
+        pass  # not installed: the framework will say so when it needs it
+    finally:
+        if sys.modules.get("rfc3987_syntax", 0) is None:
+            del sys.modules["rfc3987_syntax"]
 
 
 def _listen(host: str, port: int) -> socket.socket:

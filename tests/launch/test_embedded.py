@@ -159,3 +159,23 @@ def test_reset_after_the_embedded_server_died_starts_a_new_one():
     out = subprocess.run([sys.executable, "-c", RESTART_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["lost", "20"]
+
+
+def test_a_server_process_skips_jsonschemas_slow_optional_import():
+    # rfc3987_syntax compiles lark grammars at import (seconds); a server builds its app without it, and
+    # the module stays importable afterwards.
+    script = textwrap.dedent(
+        """
+        import sys
+        from openenv_lab.servers import _run, get_bundled_server
+        _run._import_jsonschema_without_iri_format()
+        get_bundled_server("echo").make_app(max_sessions=1)
+        print("rfc3987_syntax" in sys.modules, "jsonschema" in sys.modules)
+        import rfc3987_syntax
+        print(rfc3987_syntax.__name__)
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert completed.stdout.split() == ["False", "True", "rfc3987_syntax"]
