@@ -15,6 +15,7 @@ Also measured: cold ``gym.make`` (starting the embedded server) and warm ``gym.m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import statistics
@@ -75,7 +76,10 @@ class RawReplayer:
         from websockets.sync.client import connect
 
         self.options = options
-        self.ws = connect(url.replace("http", "ws") + "/ws", max_size=None, compression=None, proxy=None)
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(
+            connect(url.replace("http", "ws") + "/ws", max_size=None, compression=None, proxy=None)
+        )
 
     def replay(self, seed: int, moves: list[str]) -> list[float]:
         latencies = []
@@ -89,7 +93,7 @@ class RawReplayer:
         return latencies
 
     def close(self) -> None:
-        self.ws.close()
+        self._stack.close()
 
 
 class OfficialReplayer:
