@@ -17,7 +17,7 @@ Additions, invisible to clients that do not ask for them:
   ``frame_encoding="delta"`` sends only the pixels that changed since the frame sent before
   (``screen_encoding="delta"``, with ``screen_base`` the ``frame_number`` of that frame; layout in
   ``openenv_lab._frames``), and a whole zlib frame after a reset or when much of the screen changed:
-  as small as zlib and a third of its CPU time. The reset metadata lists the encodings offered
+  about as small as zlib, and cheaper to make and to read. The reset metadata lists the encodings offered
   (``frame_encodings``), so clients can pick the best one the server has;
 - metadata says why an episode ended: ``end_reason`` is ``game_over`` (a real end) or ``frame_limit``
   (``max_num_frames_per_episode`` reached: a truncation). Action meanings (``NOOP``, ``FIRE``...) are in
