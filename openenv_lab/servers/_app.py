@@ -8,13 +8,14 @@ clients can plan vector environments before opening sessions.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["build_app", "import_openenv_server"]
+__all__ = ["build_app", "hidden_module", "import_openenv_server"]
 
 
 def import_openenv_server() -> Any:
@@ -28,23 +29,35 @@ def import_openenv_server() -> Any:
     name = "openenv.core.env_server"
     if name in sys.modules:
         return sys.modules[name]
-    hide = "gradio" not in sys.modules and not _web_interface_wanted()
+    if _web_interface_wanted():
+        return importlib.import_module(name)
+    with hidden_module("gradio") as hidden:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            if not hidden:
+                raise
+    # A version of openenv that needs Gradio outright: forget the partial import, import it all.
+    for module in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")]:
+        del sys.modules[module]
+    return importlib.import_module(name)
+
+
+@contextlib.contextmanager
+def hidden_module(name: str) -> Iterator[bool]:
+    """Make ``import name`` fail fast inside the block (unless it is imported already), then undo that.
+
+    Yields whether the module is hidden. Optional imports are skipped this way, never removed: after the
+    block, importing the module works as usual.
+    """
+    hide = name not in sys.modules
     if hide:
-        sys.modules["gradio"] = None  # type: ignore[assignment]  # makes `import gradio` fail fast
+        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise ImportError
     try:
-        return importlib.import_module(name)
-    except ImportError:
-        if not hide:
-            raise
-        # A version of openenv that needs Gradio outright: forget the partial import, import it all.
-        for module in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")]:
-            del sys.modules[module]
-        del sys.modules["gradio"]
-        hide = False
-        return importlib.import_module(name)
+        yield hide
     finally:
-        if hide and sys.modules.get("gradio", 0) is None:
-            del sys.modules["gradio"]
+        if hide and sys.modules.get(name, 0) is None:
+            del sys.modules[name]
 
 
 def _web_interface_wanted() -> bool:

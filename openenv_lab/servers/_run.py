@@ -9,6 +9,7 @@ Python process (or notebook kernel) that started it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -17,6 +18,7 @@ import time
 from typing import Any
 
 from . import get_bundled_server
+from ._app import hidden_module
 
 __all__ = ["ANNOUNCE_PREFIX", "run_server"]
 
@@ -67,16 +69,10 @@ def _import_jsonschema_without_iri_format() -> None:
     start on the build machine. Nothing in a server process checks formats, and ``jsonschema`` already
     treats the module as optional, so the server imports it with the module hidden, then un-hides it.
     """
-    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
+    if "jsonschema" in sys.modules:
         return
-    sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # makes the import fail fast
-    try:
-        import jsonschema  # noqa: F401
-    except ImportError:
-        pass  # not installed: the framework will say so when it needs it
-    finally:
-        if sys.modules.get("rfc3987_syntax", 0) is None:
-            del sys.modules["rfc3987_syntax"]
+    with hidden_module("rfc3987_syntax"), contextlib.suppress(ImportError):
+        import jsonschema  # noqa: F401  # not installed: the framework says so when it needs it
 
 
 def _listen(host: str, port: int) -> socket.socket:
