@@ -46,6 +46,9 @@ class PeerServer:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 @pytest.fixture(scope="session")

@@ -29,11 +29,13 @@ from copy import deepcopy
 from typing import Any, TypeVar
 
 import numpy as np
+from gymnasium.spaces import Box
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ..adapters import Adapter
 from ..client import AsyncSession, CapacityError, Client, Keepalive, OpenEnvError, StepResult, Timeouts
+from ..client.async_session import exchange
 from ..launch import Launcher
 from ._episode import Episode, retry_after_collecting
 from .env import _make_adapter, _make_launcher
@@ -367,6 +369,8 @@ class OpenEnvVectorEnv(VectorEnv):
         """Sub-environment ``i``'s next request: its step, or (NEXT_STEP) the reset of an ended episode."""
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
             return "reset", self.episodes[i].reset_request(None, None)
+        if isinstance(action, np.generic) and isinstance(self.single_action_space, Box):
+            action = np.asarray(action)  # what iterate() gives for a scalar Box: Box.contains wants arrays
         return "step", self.episodes[i].step_request(action)
 
     def _result(self, i: int, kind: str, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -525,18 +529,9 @@ class OpenEnvVectorEnv(VectorEnv):
             raise OpenEnvError("This vector environment is closed; make a new one.")
 
         sessions = self._sessions
-
-        async def everything() -> list[Any]:
-            return await asyncio.gather(
-                *(
-                    sessions[i].reset(**payload) if kind == "reset" else sessions[i].step(payload)
-                    for i, (kind, payload) in requests.items()
-                ),
-                return_exceptions=True,
-            )
-
-        budget = self.timeouts.request + self.timeouts.close + 5.0  # each request has its own timeout
-        outcomes = self._loop.run(everything(), timeout=budget)
+        batch = [(sessions[i], kind, payload) for i, (kind, payload) in requests.items()]
+        budget = self.timeouts.request + self.timeouts.close + 5.0  # exchange() has its own deadline
+        outcomes = self._loop.run(exchange(batch, self.timeouts.request), timeout=budget)
         for i, outcome in zip(requests, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 _name_sub_environment(outcome, i, self._sessions[i].base_url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import warnings
 
 import gymnasium as gym
@@ -13,9 +14,12 @@ from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_lab
-from openenv_lab.client import CapacityError, ConnectError, SessionClosed
+from openenv_lab.client import CapacityError, ConnectError, SessionClosed, Timeout
 from openenv_lab.envs import OpenEnvVectorEnv
 from openenv_lab.launch import EmbeddedServer
+from tests.conftest import PeerServer
+
+HANG = 1000  # the official-framework counter's delta that stalls a step (tests/peers/official_app.py)
 
 
 def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
@@ -121,6 +125,31 @@ def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(
     after = openenv_lab.Client(chess_url).capacity()["active_sessions"]
     assert after == before - 1  # the healthy session was closed too
     assert envs.closed
+
+
+def test_a_sub_environment_that_does_not_answer_in_time_is_named_and_nothing_hangs():
+    server = PeerServer("counter", max_sessions=3)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the counter does not confirm seeds
+            envs = gym.make_vec(
+                "openenv/remote", num_envs=3, base_url=server.url, timeouts=openenv_lab.Timeouts(request=1)
+            )
+            envs.reset(seed=0)
+        started = time.monotonic()
+        with (
+            pytest.raises(Timeout, match=r"Sub-environment 1 \(server http://.*did not reply within 1 s"),
+            warnings.catch_warnings(),
+        ):
+            warnings.simplefilter("error")  # scalar Box actions reach the space check as arrays: no warning
+            envs.step(np.array([1, HANG, 1]))  # sub-environment 1's step stalls for a minute
+        assert time.monotonic() - started < 10  # the batch's deadline, not the stalled step
+        assert envs.closed
+        # Sub-environments 0 and 2 were closed too: their two slots are free for new sessions.
+        with openenv_lab.Session(server.url), openenv_lab.Session(server.url):
+            pass
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("bad", [0, -2, 2.5, True])

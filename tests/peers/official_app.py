@@ -7,6 +7,8 @@ They are the reference our client is tested against: nothing of openenv_lab is i
 The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<port>`` once.
 
 - ``counter``: add ``delta`` to a counter until it reaches ``target``; -0.01 per step, 1.0 at the target.
+  A ``delta`` of `HANG` stalls the step for a minute (a stuck environment; the framework runs steps in a
+  worker thread, so the server and its other sessions keep answering).
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
 - ``officialchess``: behaves like the official ``chess_env`` as documented (ignores ``seed``, random colour,
@@ -22,6 +24,7 @@ import random
 import socket
 import sys
 import threading
+import time
 import uuid
 from typing import Any, Literal
 
@@ -42,6 +45,9 @@ class CounterObservation(Observation):
     target: int = 10
 
 
+HANG = 1000
+
+
 class CounterEnvironment(Environment):
     SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -60,6 +66,8 @@ class CounterEnvironment(Environment):
     def step(
         self, action: CounterAction, timeout_s: float | None = None, **kwargs: Any
     ) -> CounterObservation:
+        if action.delta == HANG:
+            time.sleep(60)
         self._state.step_count += 1
         self._value += action.delta
         done = self._value == 10
