@@ -15,6 +15,7 @@ length. An index may appear twice (with the same value); applying it twice is ha
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -25,6 +26,7 @@ __all__ = ["apply_delta", "changed_pixels", "pack_delta"]
 MAX_CHANGED_FRACTION = 1 / 8
 
 
+@functools.lru_cache(maxsize=16)
 def _layout(shape: tuple[int, ...]) -> tuple[int, int, np.dtype]:
     """Pixels, bytes per pixel and index type of a frame of ``shape``."""
     channels = shape[-1] if len(shape) == 3 else 1
@@ -71,10 +73,10 @@ def apply_delta(previous: np.ndarray, delta: bytes) -> np.ndarray:
             f"got {len(delta)} bytes"
         )
     where = np.frombuffer(delta, dtype=index, count=count)
-    if count and int(where.max()) >= pixels:
-        raise ValueError(f"a frame delta names pixel {int(where.max())} of a {pixels}-pixel frame")
+    values = np.frombuffer(delta, dtype=f"V{channels}", offset=count * index.itemsize)
     frame = previous.copy()
-    frame.reshape(pixels, channels)[where] = np.frombuffer(
-        delta, dtype=np.uint8, offset=count * index.itemsize
-    ).reshape(count, channels)
+    try:  # a pixel as one opaque item of `channels` bytes: half the time of indexing rows of a 2-D view
+        frame.reshape(-1).view(values.dtype)[where] = values
+    except IndexError:
+        raise ValueError(f"a frame delta names pixel {int(where.max())} of a {pixels}-pixel frame") from None
     return frame
