@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 
 import openenv_lab
 import openenv_lab.client
@@ -31,3 +33,22 @@ def test_public_classes_have_docstrings_with_examples():
         "Timeouts",
     ):
         assert ">>>" in getattr(openenv_lab, name).__doc__, f"{name} has no example"
+
+
+def test_importing_the_package_stays_light():
+    # polars loads with recording or market data, widgets with their first use, and httpx's command-line
+    # tool (click, rich, pygments) never: a fresh `import openenv_lab` imports none of them.
+    script = (
+        "import sys, openenv_lab; "
+        "print(sorted(m for m in ('polars', 'click', 'rich', 'ipywidgets', 'matplotlib', 'openenv') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "[]"
+    check = "import openenv_lab, click; from openenv_lab.market import MarketData; print(MarketData.__name__)"
+    out = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "MarketData"  # hidden while httpx imported, importable afterwards

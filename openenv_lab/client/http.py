@@ -13,12 +13,14 @@ import ssl
 import time
 from typing import Any
 
-import httpx
-
+from .._imports import hidden_module
 from ._config import Keepalive, Timeouts
 from ._urls import http_url, is_loopback
 from .errors import ConnectError, OpenEnvError, ProtocolError, Timeout
 from .session import Session
+
+with hidden_module("click"):  # httpx's command-line tool (click, rich, pygments): 0.1 s we never use
+    import httpx
 
 __all__ = ["Client"]
 

@@ -3,17 +3,59 @@
 `openenv_lab.market.data` loads and prepares prices (polars + stockstats); `openenv_lab.market.trading`
 implements FinRL's ``StockTradingEnv`` rules as a small numpy simulator. The ``finrl`` OpenEnv server
 (`openenv_lab.servers.finrl`) serves that simulator; notebooks use both directly for baselines.
+
+The data names load on first use, so that importing this package (the server catalogue reads
+`DEFAULT_INDICATORS`) does not import polars: about a quarter of a second of every ``import openenv_lab``.
 """
 
-from .data import (
-    DEFAULT_INDICATORS,
-    MarketData,
-    MarketDataError,
-    add_indicators,
-    add_turbulence,
-    load_prices,
-    synthetic_prices,
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: FinRL's default technical indicators (``finrl.config.INDICATORS``).
+DEFAULT_INDICATORS = (
+    "macd",
+    "boll_ub",
+    "boll_lb",
+    "rsi_30",
+    "cci_30",
+    "dx_30",
+    "close_30_sma",
+    "close_60_sma",
 )
+
+if TYPE_CHECKING:
+    from .data import (
+        MarketData,
+        MarketDataError,
+        add_indicators,
+        add_turbulence,
+        load_prices,
+        synthetic_prices,
+    )
+
+_FROM_DATA = (
+    "MarketData",
+    "MarketDataError",
+    "add_indicators",
+    "add_turbulence",
+    "load_prices",
+    "synthetic_prices",
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_DATA:
+        value = getattr(importlib.import_module(".data", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FROM_DATA})
+
 
 __all__ = [
     "DEFAULT_INDICATORS",

@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from . import DEFAULT_INDICATORS
+
 __all__ = [
     "DEFAULT_INDICATORS",
     "MarketData",
@@ -46,17 +48,6 @@ __all__ = [
 
 REQUIRED_COLUMNS = ("date", "tic", "open", "high", "low", "close", "volume")
 PRICE_COLUMNS = ("open", "high", "low", "close")
-#: FinRL's default technical indicators (``finrl.config.INDICATORS``).
-DEFAULT_INDICATORS = (
-    "macd",
-    "boll_ub",
-    "boll_lb",
-    "rsi_30",
-    "cci_30",
-    "dx_30",
-    "close_30_sma",
-    "close_60_sma",
-)
 #: Windows of indicators whose name does not end in one (stockstats' defaults).
 _DEFAULT_WINDOWS = {"macd": 26, "macds": 35, "macdh": 35, "boll": 20, "boll_ub": 20, "boll_lb": 20, "kdjk": 9}
 #: Days of returns behind each day's turbulence index, as in FinRL.

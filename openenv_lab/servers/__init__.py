@@ -19,7 +19,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..market.data import DEFAULT_INDICATORS
+from ..market import DEFAULT_INDICATORS
 from .chess_opponents import OPPONENTS
 
 __all__ = ["BUNDLED_SERVERS", "BundledServer", "ServerOption", "get_bundled_server"]

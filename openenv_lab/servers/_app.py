@@ -8,14 +8,15 @@ clients can plan vector environments before opening sessions.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["build_app", "hidden_module", "import_openenv_server"]
+from .._imports import hidden_module
+
+__all__ = ["build_app", "import_openenv_server"]
 
 
 def import_openenv_server() -> Any:
@@ -41,23 +42,6 @@ def import_openenv_server() -> Any:
     for module in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")]:
         del sys.modules[module]
     return importlib.import_module(name)
-
-
-@contextlib.contextmanager
-def hidden_module(name: str) -> Iterator[bool]:
-    """Make ``import name`` fail fast inside the block (unless it is imported already), then undo that.
-
-    Yields whether the module is hidden. Optional imports are skipped this way, never removed: after the
-    block, importing the module works as usual.
-    """
-    hide = name not in sys.modules
-    if hide:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise ImportError
-    try:
-        yield hide
-    finally:
-        if hide and sys.modules.get(name, 0) is None:
-            del sys.modules[name]
 
 
 def _web_interface_wanted() -> bool:

@@ -17,8 +17,8 @@ import threading
 import time
 from typing import Any
 
+from .._imports import hidden_module
 from . import get_bundled_server
-from ._app import hidden_module
 
 __all__ = ["ANNOUNCE_PREFIX", "run_server"]
 

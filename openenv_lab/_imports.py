@@ -1,0 +1,33 @@
+"""Skipping optional imports that cost seconds and that nothing of ours uses.
+
+Several libraries import something heavy only to offer an extra we never use: openenv's server framework
+imports Gradio for its web UI (about 4 s), ``jsonschema`` imports ``rfc3987_syntax`` for an "iri" format
+check (compiling lark grammars: about 2.3 s), httpx imports its command-line tool's ``click``, ``rich``
+and ``pygments`` (about 0.1 s). Each treats the module as optional, so we import the library with the
+module hidden (`hidden_module`), then un-hide it: a later ``import`` of the module works as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+
+__all__ = ["hidden_module"]
+
+
+@contextlib.contextmanager
+def hidden_module(name: str) -> Iterator[bool]:
+    """Make ``import name`` fail fast inside the block (unless it is imported already), then undo that.
+
+    Yields whether the module is hidden. Optional imports are skipped this way, never removed: after the
+    block, importing the module works as usual.
+    """
+    hide = name not in sys.modules
+    if hide:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise ImportError
+    try:
+        yield hide
+    finally:
+        if hide and sys.modules.get(name, 0) is None:
+            del sys.modules[name]
