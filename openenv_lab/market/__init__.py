@@ -35,18 +35,8 @@ if TYPE_CHECKING:
         synthetic_prices,
     )
 
-_FROM_DATA = (
-    "MarketData",
-    "MarketDataError",
-    "add_indicators",
-    "add_turbulence",
-    "load_prices",
-    "synthetic_prices",
-)
-
-
 def __getattr__(name: str) -> Any:
-    if name in _FROM_DATA:
+    if name in __all__:  # the names of `data` (DEFAULT_INDICATORS is defined above)
         value = getattr(importlib.import_module(".data", __name__), name)
         globals()[name] = value
         return value
@@ -54,7 +44,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_FROM_DATA})
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [
