@@ -84,7 +84,8 @@ class OpenEnvVectorEnv(VectorEnv):
             the family's embedded server (started with room for ``num_envs`` sessions).
         launcher, image: as for `OpenEnvEnv`: ``launcher="docker"`` runs one container with room for
             ``num_envs`` sessions, stopped by `close`; a launcher object is started and left running.
-        autoreset_mode: ``"next_step"`` (default) or ``"same_step"``, as in gymnasium.
+        autoreset_mode: ``"next_step"`` (default) or ``"same_step"``, as in gymnasium (its values
+            ``"NextStep"`` and ``"SameStep"`` and the `AutoresetMode` members work too).
         copy: return copies of the batched observations (as ``SyncVectorEnv``).
         render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
 
@@ -122,9 +123,7 @@ class OpenEnvVectorEnv(VectorEnv):
         if isinstance(adapter, Adapter):
             raise TypeError("A vector env needs one adapter per session: pass the adapter's class or name")
         self.num_envs = int(num_envs)
-        self.autoreset_mode = AutoresetMode(autoreset_mode)
-        if self.autoreset_mode == AutoresetMode.DISABLED:
-            raise ValueError("autoreset_mode='disabled' is not supported; use 'next_step' or 'same_step'")
+        self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.copy = copy
         self.adapters = [_make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
         first = self.adapters[0]
@@ -551,6 +550,20 @@ class OpenEnvVectorEnv(VectorEnv):
         if len(seed) != self.num_envs:
             raise ValueError(f"A list of seeds must have num_envs={self.num_envs} entries, got {len(seed)}")
         return list(seed)
+
+
+def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
+    """``mode`` as gymnasium's enum: a member, its value (``"NextStep"``) or its name (``"next_step"``)."""
+    if isinstance(mode, str) and not isinstance(mode, AutoresetMode):
+        by_name = {m.name.lower(): m for m in AutoresetMode} | {m.value.lower(): m for m in AutoresetMode}
+        key = mode.strip().lower()
+        if key not in by_name:
+            raise ValueError(f"autoreset_mode={mode!r} is not a mode; use 'next_step' or 'same_step'")
+        mode = by_name[key]
+    mode = AutoresetMode(mode)
+    if mode == AutoresetMode.DISABLED:
+        raise ValueError("autoreset_mode='disabled' is not supported; use 'next_step' or 'same_step'")
+    return mode
 
 
 def _name_sub_environment(exc: BaseException, index: int | None, url: str) -> None:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         synthetic_prices,
     )
 
+
 def __getattr__(name: str) -> Any:
     if name in __all__:  # the names of `data` (DEFAULT_INDICATORS is defined above)
         value = getattr(importlib.import_module(".data", __name__), name)

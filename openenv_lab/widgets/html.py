@@ -21,7 +21,7 @@ from .renderers import equity_curve_html, renderer_for, step_table
 if TYPE_CHECKING:
     from ..record.trajectory import Trajectory
 
-__all__ = ["DEFAULT_MAX_BYTES", "trajectory_html", "write_html"]
+__all__ = ["DEFAULT_MAX_BYTES", "side_by_side", "trajectory_html", "write_html"]
 
 #: The largest page we write by default: notebooks and browsers slow down beyond this.
 DEFAULT_MAX_BYTES = 20_000_000
@@ -34,8 +34,10 @@ def trajectory_html(
     max_bytes: int = DEFAULT_MAX_BYTES,
     sample: bool = True,
     fps: int = 4,
+    title: str | None = None,
 ) -> str:
-    """A self-contained HTML replay of one episode (the first by default)."""
+    """A self-contained HTML replay of one episode (the first by default); ``title`` goes before the
+    env id and episode in its heading."""
     if not trajectory.episodes:
         return (
             "<p><i>Empty trajectory: nothing was recorded yet (reset and step the environment first).</i></p>"
@@ -69,7 +71,8 @@ def trajectory_html(
     if stride > 1:
         note = f"Showing every {stride}th of {rows.height} steps to stay under {max_bytes / 1e6:.0f} MB."
     header = equity_curve_html(rows, cursor=None, metadata=metadata) if static_main else ""
-    title = f"{metadata.get('env_id', 'trajectory')} · episode {number}"
+    heading = f"{metadata.get('env_id', 'trajectory')} · episode {number}"
+    title = f"{title} · {heading}" if title else heading
     return _page(title, header, frames, note, fps)
 
 
@@ -125,6 +128,12 @@ def _page(title: str, header: str, frames: list[dict[str, str]], note: str, fps:
 }})();
 </script>
 </div>"""
+
+
+def side_by_side(*pages: str) -> str:
+    """Pages (e.g. two replays) next to each other, wrapping on narrow screens."""
+    columns = "".join(f"<div>{page}</div>" for page in pages)
+    return f'<div style="display:flex;gap:32px;align-items:flex-start;flex-wrap:wrap">{columns}</div>'
 
 
 def write_html(path: str | os.PathLike[str], page: str) -> Path:

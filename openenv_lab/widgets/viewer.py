@@ -16,7 +16,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..record.trajectory import Trajectory, load_trajectory
-from .html import trajectory_html, write_html
+from .html import side_by_side, trajectory_html, write_html
 from .renderers import renderer_for, step_table
 
 __all__ = ["NOTEBOOK_FALLBACK_BYTES", "TrajectoryViewer", "compare", "show"]
@@ -212,10 +212,24 @@ class Comparison:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = self.widget._repr_mimebundle_(**kwargs)
-        bundle["text/html"] = (
-            self.left._repr_mimebundle_()["text/html"] + self.right._repr_mimebundle_()["text/html"]
-        )
+        bundle["text/html"] = self._page(max_bytes=NOTEBOOK_FALLBACK_BYTES // 2)
         return bundle
+
+    def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
+        """Both static replays side by side on one page, each with its own scrubber (``options`` as for
+        `openenv_lab.widgets.html.trajectory_html`); written to ``path`` when given."""
+        page = self._page(**options)
+        if path is not None:
+            write_html(path, page)
+        return page
+
+    def _page(self, **options: Any) -> str:
+        return side_by_side(
+            *(
+                trajectory_html(v.trajectory, episode=v.episode_picker.value, title=v.title, **options)
+                for v in (self.left, self.right)
+            )
+        )
 
 
 def compare(first: Any, second: Any, *, labels: tuple[str, str] = ("A", "B")) -> Comparison:

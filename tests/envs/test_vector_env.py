@@ -152,6 +152,27 @@ def test_a_sub_environment_that_does_not_answer_in_time_is_named_and_nothing_han
         server.stop()
 
 
+@pytest.mark.parametrize(
+    ("spelling", "mode"),
+    [
+        ("next_step", AutoresetMode.NEXT_STEP),
+        ("same_step", AutoresetMode.SAME_STEP),
+        ("SameStep", AutoresetMode.SAME_STEP),
+        (AutoresetMode.SAME_STEP, AutoresetMode.SAME_STEP),
+    ],
+)
+def test_autoreset_mode_by_name_value_or_member(spelling, mode):
+    envs = gym.make_vec("openenv/echo", num_envs=1, autoreset_mode=spelling)
+    assert envs.autoreset_mode is mode and envs.metadata["autoreset_mode"] is mode
+    envs.close()
+
+
+@pytest.mark.parametrize("bad", ["disabled", "sometimes"])
+def test_unsupported_autoreset_modes_are_refused(bad):
+    with pytest.raises(ValueError, match="use 'next_step' or 'same_step'"):
+        OpenEnvVectorEnv(1, "echo", autoreset_mode=bad)
+
+
 @pytest.mark.parametrize("bad", [0, -2, 2.5, True])
 def test_num_envs_must_be_a_positive_integer(bad):
     with pytest.raises(ValueError, match="num_envs must be a positive integer"):

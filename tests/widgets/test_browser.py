@@ -1,12 +1,14 @@
 """The viewer in a real browser: JupyterLab on loopback, Debian's Chromium driven by Playwright.
 
 A notebook records a short chess game and shows the viewer; the test runs it, moves the slider with the
-keyboard and presses Play, and checks through the page that the board changed. Screenshots go to
+keyboard and presses Play, and checks through the page that the board changed. A static comparison page
+(``compare(...).to_html``, no kernel) is opened from disk and scrubbed the same way. Screenshots go to
 ``test-artifacts/``. Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped, saying so, without.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,7 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,7 +118,8 @@ def lab(tmp_path):
             process.kill()
 
 
-def test_the_viewer_plays_in_jupyterlab(lab):
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -134,44 +139,83 @@ def test_the_viewer_plays_in_jupyterlab(lab):
             ],
         )
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{lab}/lab/tree/viewer.ipynb", wait_until="domcontentloaded")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-            time.sleep(2)  # the indicator says idle a moment before the kernel takes requests
-            page.locator(".jp-Cell").first.click()
-            page.keyboard.press("Escape")  # command mode: Shift+Enter runs a cell and selects the next
-            for _ in NOTEBOOK_CELLS:
-                page.keyboard.press("Shift+Enter")
-            slider = page.locator(".widget-slider .noUi-handle").first
-            try:
-                slider.wait_for(timeout=120_000)
-            except Exception:
-                page.screenshot(path=str(ARTIFACTS / "viewer-failed.png"))  # what the notebook showed
-                raise
-            board = page.locator(".widget-html-content svg").first
-            board.wait_for(timeout=60_000)
-            before = board.inner_html()
-            page.screenshot(path=str(ARTIFACTS / "viewer-step-0.png"))
-
-            slider.focus()
-            for _ in range(3):
-                page.keyboard.press("ArrowRight")
-            page.wait_for_function(
-                "before => document.querySelector('.widget-html-content svg').innerHTML !== before",
-                arg=before,
-                timeout=30_000,
-            )
-            assert page.locator(".widget-readout").first.inner_text() == "3"
-            after_slider = board.inner_html()
-            page.screenshot(path=str(ARTIFACTS / "viewer-step-3.png"))
-
-            page.locator(".widget-play button").first.click()  # Play: the kernel-side link moves the slider
-            time.sleep(1.5)
-            page.wait_for_function(
-                "() => Number(document.querySelector('.widget-readout').innerText) > 3", timeout=30_000
-            )
-            page.screenshot(path=str(ARTIFACTS / "viewer-playing.png"))
-            assert before != after_slider != page.locator(".widget-html-content svg").first.inner_html()
+            yield browser
         finally:
             browser.close()
+
+
+def test_a_static_comparison_page_replays_without_a_kernel(chess_url, tmp_path):
+    import gymnasium as gym
+    import numpy as np
+
+    import openenv_lab
+
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", base_url=chess_url, max_moves=12))
+    for seed in (0, 1):
+        obs, _ = env.reset(seed=seed)
+        for _ in range(4):
+            obs, *_ = env.step(int(np.flatnonzero(obs["action_mask"])[seed]))
+    pair = openenv_lab.compare(
+        env.trajectory.episode(0), env.trajectory.episode(1), labels=("first", "second")
+    )
+    env.close()
+    pair.to_html(tmp_path / "pair.html")
+
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto((tmp_path / "pair.html").as_uri())
+        labels, boards = page.locator(".label"), page.locator(".main svg")
+        assert labels.all_inner_texts() == ["step 0", "step 0"]
+        assert page.locator("text=first · openenv/chess · episode 0").count() == 1
+        first_before, second_before = boards.nth(0).inner_html(), boards.nth(1).inner_html()
+        page.locator(".scrub").first.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        assert labels.all_inner_texts() == ["step 3", "step 0"]  # the first replay moved, alone
+        assert boards.nth(0).inner_html() != first_before and boards.nth(1).inner_html() == second_before
+        page.locator(".play").nth(1).click()  # the second one plays by itself
+        page.wait_for_function("() => document.querySelectorAll('.label')[1].textContent !== 'step 0'")
+        page.screenshot(path=str(ARTIFACTS / "comparison-static.png"))
+
+
+def test_the_viewer_plays_in_jupyterlab(lab):
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{lab}/lab/tree/viewer.ipynb", wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+        time.sleep(2)  # the indicator says idle a moment before the kernel takes requests
+        page.locator(".jp-Cell").first.click()
+        page.keyboard.press("Escape")  # command mode: Shift+Enter runs a cell and selects the next
+        for _ in NOTEBOOK_CELLS:
+            page.keyboard.press("Shift+Enter")
+        slider = page.locator(".widget-slider .noUi-handle").first
+        try:
+            slider.wait_for(timeout=120_000)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "viewer-failed.png"))  # what the notebook showed
+            raise
+        board = page.locator(".widget-html-content svg").first
+        board.wait_for(timeout=60_000)
+        before = board.inner_html()
+        page.screenshot(path=str(ARTIFACTS / "viewer-step-0.png"))
+
+        slider.focus()
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")
+        page.wait_for_function(
+            "before => document.querySelector('.widget-html-content svg').innerHTML !== before",
+            arg=before,
+            timeout=30_000,
+        )
+        assert page.locator(".widget-readout").first.inner_text() == "3"
+        after_slider = board.inner_html()
+        page.screenshot(path=str(ARTIFACTS / "viewer-step-3.png"))
+
+        page.locator(".widget-play button").first.click()  # Play: the kernel-side link moves the slider
+        time.sleep(1.5)
+        page.wait_for_function(
+            "() => Number(document.querySelector('.widget-readout').innerText) > 3", timeout=30_000
+        )
+        page.screenshot(path=str(ARTIFACTS / "viewer-playing.png"))
+        assert before != after_slider != page.locator(".widget-html-content svg").first.inner_html()

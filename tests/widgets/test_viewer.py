@@ -127,6 +127,17 @@ def test_static_html_is_self_contained(chess_trajectory, tmp_path):
     assert chess_trajectory._repr_html_().startswith("<div")
 
 
+def test_a_comparison_is_one_static_page_too(chess_trajectory, tmp_path):
+    comparison = compare(
+        chess_trajectory.episode(0), chess_trajectory.episode(1), labels=("random", "trained")
+    )
+    page = comparison.to_html(tmp_path / "pair.html")
+    assert page in (tmp_path / "pair.html").read_text()
+    assert "random · openenv/chess · episode 0" in page and "trained · openenv/chess · episode 1" in page
+    steps = sum(chess_trajectory.episode(n).frame.height for n in (0, 1))
+    assert page.count("<script>") == 2 and page.count('"step": "') == steps  # both replays, every step
+
+
 def test_notebooks_keep_a_static_replay_beside_the_widget(chess_trajectory):
     bundle = show(chess_trajectory)._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle  # Jupyter shows the live viewer
