@@ -64,6 +64,8 @@ def apply_delta(previous: np.ndarray, delta: bytes) -> np.ndarray:
     Raises:
         ValueError: when ``delta`` cannot be a delta for a frame of this shape.
     """
+    if previous.dtype != np.uint8:
+        raise TypeError(f"frames are uint8 arrays, got {previous.dtype}")
     pixels, channels, index = _layout(previous.shape)
     per_pixel = index.itemsize + channels
     count, extra = divmod(len(delta), per_pixel)

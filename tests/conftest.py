@@ -59,6 +59,19 @@ def official_counter() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def hanging_counter() -> Iterator[str]:
+    """The official-framework counter for tests that stall steps (a ``delta`` of `HANG`): a stalled step
+    holds its session's slot for a minute, so these tests get a server of their own with room to spare."""
+    server = PeerServer("counter", max_sessions=12)
+    yield server.url
+    server.stop()
+
+
+#: The counter's ``delta`` that stalls a step for a minute (tests/peers/official_app.py).
+HANG = 1000
+
+
+@pytest.fixture(scope="session")
 def official_kitchen() -> Iterator[str]:
     server = PeerServer("kitchen", max_sessions=8)
     yield server.url

@@ -62,6 +62,8 @@ class AsyncSession:
             self.base_url, self.timeouts, keepalive or Keepalive(), headers, compression
         )
         self._ws: ClientConnection | None = None
+        self._closing: asyncio.Task[None] | None = None  # a connection dropped mid-request, closing
+        self._unanswered = 0  # bytes of the frame whose reply has not been read yet
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -101,12 +103,12 @@ class AsyncSession:
     async def close(self) -> None:
         """End the session and free its slot on the server. Safe to call more than once."""
         ws, self._ws = self._ws, None
-        if ws is None:
-            return
-        with contextlib.suppress(ConnectionClosed, OSError):
-            await ws.send(_protocol.close_frame())
-        with contextlib.suppress(Exception):
-            await ws.close()
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed, OSError):
+                await ws.send(_protocol.close_frame())
+            with contextlib.suppress(Exception):
+                await ws.close()
+        await self._closed()  # a connection dropped mid-request
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -127,7 +129,7 @@ class AsyncSession:
             raise SessionClosed(f"The session with {self.url} is closed; open a new one.", url=self.url)
         with contextlib.suppress(ConnectionClosed):  # a queued frame may say why: read on
             await ws.send(frame)
-        self.bytes_sent += len(frame)
+        self._unanswered = len(frame)
 
     async def _receive(self, expected: str, timeout: float | None) -> dict[str, Any]:
         """The reply to the frame sent last, within ``timeout`` seconds (None: the caller's deadline)."""
@@ -141,8 +143,9 @@ class AsyncSession:
             failure = exc if isinstance(exc, ConnectionClosed) else TimeoutError()
             raise transport_error(failure, self.url, self.timeouts) from None
         except asyncio.CancelledError:
-            await self._abandon()  # the reply is still coming: this connection can no longer be trusted
+            self._detach()  # the reply is still coming: this connection can no longer be trusted
             raise
+        self.bytes_sent += self._unanswered
         self.bytes_received += len(raw)
         try:
             return _protocol.parse_reply(raw, expected=expected, url=self.url)
@@ -152,10 +155,26 @@ class AsyncSession:
             raise
 
     async def _abandon(self) -> None:
+        """Drop the connection and wait (at most ``timeouts.close``) until it is closed."""
+        self._detach()
+        await self._closed()
+
+    def _detach(self) -> None:
+        """Drop the connection now, without waiting: it closes in the background, and `close` waits for
+        that. For a request cancelled while its reply is on its way (awaiting would delay the cancel)."""
         ws, self._ws = self._ws, None
         if ws is not None:
+            self._closing = asyncio.get_running_loop().create_task(self._close_within(ws))
+
+    async def _close_within(self, ws: ClientConnection) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(), self.timeouts.close)
+
+    async def _closed(self) -> None:
+        closing, self._closing = self._closing, None
+        if closing is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), self.timeouts.close)
+                await closing
 
 
 async def exchange(
@@ -172,14 +191,6 @@ async def exchange(
     """
     outcomes: list[StepResult | Exception | None] = [None] * len(requests)
     sent: list[int] = []
-    for k, (session, kind, payload) in enumerate(requests):
-        frame = _protocol.reset_frame(payload) if kind == "reset" else _protocol.step_frame(payload)
-        try:
-            await session._send(frame)
-        except Exception as exc:
-            outcomes[k] = exc
-        else:
-            sent.append(k)
     waiting = [0]  # the position in `sent` being read, for the timeout's report
 
     async def collect() -> None:
@@ -193,11 +204,25 @@ async def exchange(
                 outcomes[k] = exc
 
     try:
+        for k, (session, kind, payload) in enumerate(requests):
+            frame = _protocol.reset_frame(payload) if kind == "reset" else _protocol.step_frame(payload)
+            try:
+                await session._send(frame)
+            except Exception as exc:
+                outcomes[k] = exc
+            else:
+                sent.append(k)
         await _within(collect(), timeout)
     except (TimeoutError, asyncio.TimeoutError):
-        late = sent[waiting[0] :]  # the first of these is the one that did not answer in time
-        await asyncio.gather(*(requests[k][0]._abandon() for k in late))  # each within timeouts.close
-        for k in late:
+        # The first late one did not answer in time; all of them are dropped (they close in the
+        # background: `close` on the session waits for that).
+        for k in sent[waiting[0] :]:
             session = requests[k][0]
+            session._detach()
             outcomes[k] = transport_error(TimeoutError(), session.url, session.timeouts)
+    except BaseException:  # cancelled (the caller was interrupted): no reply on its way can be trusted
+        for k, (session, _, _) in enumerate(requests):
+            if outcomes[k] is None:
+                session._detach()
+        raise
     return outcomes  # type: ignore[return-value]  # every entry is set by now

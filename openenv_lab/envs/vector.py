@@ -21,6 +21,7 @@ the sub-environment and the server, and every session is closed.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import queue
 import threading
@@ -34,7 +35,16 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ..adapters import Adapter
-from ..client import AsyncSession, CapacityError, Client, Keepalive, OpenEnvError, StepResult, Timeouts
+from ..client import (
+    AsyncSession,
+    CapacityError,
+    Client,
+    Keepalive,
+    OpenEnvError,
+    StepResult,
+    Timeout,
+    Timeouts,
+)
 from ..client.async_session import exchange
 from ..launch import Launcher
 from ._episode import Episode, retry_after_collecting
@@ -529,8 +539,16 @@ class OpenEnvVectorEnv(VectorEnv):
 
         sessions = self._sessions
         batch = [(sessions[i], kind, payload) for i, (kind, payload) in requests.items()]
-        budget = self.timeouts.request + self.timeouts.close + 5.0  # exchange() has its own deadline
-        outcomes = self._loop.run(exchange(batch, self.timeouts.request), timeout=budget)
+        budget = self.timeouts.request + 5.0  # exchange() keeps to timeouts.request by itself
+        try:
+            outcomes = self._loop.run(exchange(batch, self.timeouts.request), timeout=budget)
+        except BaseException as exc:  # interrupted (Ctrl+C), or the loop thread is stuck
+            self.close()
+            if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
+                raise Timeout(
+                    f"No reply from the servers within {budget:g} s; closed every session"
+                ) from None
+            raise
         for i, outcome in zip(requests, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 _name_sub_environment(outcome, i, self._sessions[i].base_url)

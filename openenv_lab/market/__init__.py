@@ -41,6 +41,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(".data", __name__), name)
         globals()[name] = value
         return value
+    if name in ("data", "trading"):  # `openenv_lab.market.data` after a bare `import openenv_lab.market`
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

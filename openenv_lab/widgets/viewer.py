@@ -16,7 +16,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..record.trajectory import Trajectory, load_trajectory
-from .html import side_by_side, trajectory_html, write_html
+from .html import DEFAULT_MAX_BYTES, side_by_side, trajectory_html, write_html
 from .renderers import renderer_for, step_table
 
 __all__ = ["NOTEBOOK_FALLBACK_BYTES", "TrajectoryViewer", "compare", "show"]
@@ -215,21 +215,30 @@ class Comparison:
         bundle["text/html"] = self._page(max_bytes=NOTEBOOK_FALLBACK_BYTES // 2)
         return bundle
 
-    def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
-        """Both static replays side by side on one page, each with its own scrubber (``options`` as for
-        `openenv_lab.widgets.html.trajectory_html`); written to ``path`` when given."""
-        page = self._page(**options)
+    def to_html(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        sample: bool = True,
+        fps: int = 4,
+    ) -> str:
+        """Both static replays side by side on one page, each with its own scrubber, of the episodes on
+        screen (the options as for `openenv_lab.widgets.html.trajectory_html`, ``max_bytes`` for each);
+        written to ``path`` when given."""
+        page = self._page(max_bytes=max_bytes, sample=sample, fps=fps)
         if path is not None:
             write_html(path, page)
         return page
 
     def _page(self, **options: Any) -> str:
-        return side_by_side(
-            *(
-                trajectory_html(v.trajectory, episode=v.episode_picker.value, title=v.title, **options)
-                for v in (self.left, self.right)
-            )
-        )
+        pages = []
+        for viewer in (self.left, self.right):
+            default = str(viewer.trajectory.metadata.get("env_id", "trajectory"))
+            label = viewer.title if viewer.title != default else None  # the heading names the env anyway
+            episode = viewer.episode_picker.value
+            pages.append(trajectory_html(viewer.trajectory, episode=episode, title=label, **options))
+        return side_by_side(*pages)
 
 
 def compare(first: Any, second: Any, *, labels: tuple[str, str] = ("A", "B")) -> Comparison:

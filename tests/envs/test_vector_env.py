@@ -14,12 +14,10 @@ from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_lab
-from openenv_lab.client import CapacityError, ConnectError, SessionClosed, Timeout
+from openenv_lab.client import CapacityError, ConnectError, OpenEnvError, SessionClosed, Timeout
 from openenv_lab.envs import OpenEnvVectorEnv
 from openenv_lab.launch import EmbeddedServer
-from tests.conftest import PeerServer
-
-HANG = 1000  # the official-framework counter's delta that stalls a step (tests/peers/official_app.py)
+from tests.conftest import HANG
 
 
 def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
@@ -127,29 +125,51 @@ def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(
     assert envs.closed
 
 
-def test_a_sub_environment_that_does_not_answer_in_time_is_named_and_nothing_hangs():
-    server = PeerServer("counter", max_sessions=3)
+def test_a_sub_environment_that_does_not_answer_in_time_is_named_and_nothing_hangs(hanging_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the counter does not confirm seeds
+        envs = gym.make_vec(
+            "openenv/remote", num_envs=3, base_url=hanging_counter, timeouts=openenv_lab.Timeouts(request=1)
+        )
+        envs.reset(seed=0)
+    sessions = list(envs._sessions)
+    started = time.monotonic()
+    with (
+        pytest.raises(Timeout, match=r"Sub-environment 1 \(server http://.*did not reply within 1 s"),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error")  # scalar Box actions reach the space check as arrays: no warning
+        envs.step(np.array([1, HANG, 1]))  # sub-environment 1's step stalls for a minute
+    assert time.monotonic() - started < 10  # the batch's deadline, not the stalled step
+    assert envs.closed and all_closed(sessions)  # sub-environments 0 and 2 too
+
+
+def test_an_interrupted_step_closes_every_session(hanging_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        envs = gym.make_vec("openenv/remote", num_envs=3, base_url=hanging_counter)
+        envs.reset(seed=0)
+    sessions = list(envs._sessions)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # Ctrl+C while sub-environment 1 stalls
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # the counter does not confirm seeds
-            envs = gym.make_vec(
-                "openenv/remote", num_envs=3, base_url=server.url, timeouts=openenv_lab.Timeouts(request=1)
-            )
-            envs.reset(seed=0)
-        started = time.monotonic()
-        with (
-            pytest.raises(Timeout, match=r"Sub-environment 1 \(server http://.*did not reply within 1 s"),
-            warnings.catch_warnings(),
-        ):
-            warnings.simplefilter("error")  # scalar Box actions reach the space check as arrays: no warning
-            envs.step(np.array([1, HANG, 1]))  # sub-environment 1's step stalls for a minute
-        assert time.monotonic() - started < 10  # the batch's deadline, not the stalled step
-        assert envs.closed
-        # Sub-environments 0 and 2 were closed too: their two slots are free for new sessions.
-        with openenv_lab.Session(server.url), openenv_lab.Session(server.url):
-            pass
+        with pytest.raises(KeyboardInterrupt):
+            envs.step(np.array([1, HANG, 1]))
     finally:
-        server.stop()
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert envs.closed and all_closed(sessions)  # none is left with a reply on its way
+    with pytest.raises(OpenEnvError, match="closed; make a new one"):
+        envs.step(np.array([1, 1, 1]))
+
+
+def all_closed(sessions) -> bool:
+    """Every session closed, connections dropped mid-request included (none still closing)."""
+    return all(session.closed and session._closing is None for session in sessions)
 
 
 @pytest.mark.parametrize(

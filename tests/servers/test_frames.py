@@ -60,6 +60,9 @@ def test_malformed_deltas_are_refused():
     out_of_range = np.array([40_000], "<u2").tobytes() + b"\x01\x02\x03"
     with pytest.raises(ValueError, match="pixel 40000 of a 33600-pixel frame"):
         apply_delta(previous, out_of_range)
+    assert not previous.any()  # left as it was
+    with pytest.raises(TypeError, match="uint8"):
+        apply_delta(previous.astype(np.float32), b"")
 
 
 @pytest.fixture

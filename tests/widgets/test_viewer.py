@@ -9,7 +9,7 @@ import pytest
 
 import openenv_lab
 from openenv_lab.record import Trajectory
-from openenv_lab.widgets import TrajectoryViewer, compare, register_renderer, show
+from openenv_lab.widgets import Comparison, TrajectoryViewer, compare, register_renderer, show
 from openenv_lab.widgets.html import trajectory_html
 
 
@@ -136,6 +136,8 @@ def test_a_comparison_is_one_static_page_too(chess_trajectory, tmp_path):
     assert "random · openenv/chess · episode 0" in page and "trained · openenv/chess · episode 1" in page
     steps = sum(chess_trajectory.episode(n).frame.height for n in (0, 1))
     assert page.count("<script>") == 2 and page.count('"step": "') == steps  # both replays, every step
+    unlabelled = Comparison(TrajectoryViewer(chess_trajectory), TrajectoryViewer(chess_trajectory)).to_html()
+    assert unlabelled.count(">openenv/chess · episode 0<") == 2
 
 
 def test_notebooks_keep_a_static_replay_beside_the_widget(chess_trajectory):
