@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import weakref
 import zlib
 from typing import Any, ClassVar
@@ -54,6 +55,22 @@ _SETTINGS = (
 )
 _SHAPES = {"rgb": (210, 160, 3), "grayscale": (210, 160), "ram": (128,)}
 _ENCODINGS = ("auto", "delta", "zlib", "raw", "json")
+
+
+def game_id(name: str) -> str:
+    """The ALE's id of a game named as gymnasium does: ``"ALE/SpaceInvaders-v5"``, ``"SpaceInvaders"``,
+    ``"SpaceInvadersNoFrameskip-v4"`` and ``"space_invaders"`` are all ``"space_invaders"``.
+
+    Example:
+        >>> game_id("ALE/Pong-v5"), game_id("MontezumaRevenge"), game_id("pong")
+        ('pong', 'montezuma_revenge', 'pong')
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"game must be a game's name such as 'pong', got {name!r}")
+    base = re.sub(r"(NoFrameskip|Deterministic)?-v\d+$", "", name.strip().removeprefix("ALE/"))
+    if base.islower() or not base.isalnum():
+        return base
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
 
 
 class ScreenProxy:
@@ -155,6 +172,7 @@ class AtariAdapter(Adapter):
         max_num_frames_per_episode: int | None = None,
         frame_encoding: str = "auto",
     ) -> None:
+        game = game_id(game)
         if obs_type not in _SHAPES:
             raise ValueError(f"obs_type must be one of {', '.join(_SHAPES)}, got {obs_type!r}")
         if frame_encoding not in _ENCODINGS:

@@ -92,6 +92,7 @@ class ChessAdapter(Adapter):
         opponent_depth: int | None = None,
         max_moves: int | None = None,
     ) -> None:
+        _check_options(opponent, agent_color, opponent_depth, max_moves)
         values = (opponent, agent_color, opponent_depth, max_moves)
         self.defaults = {k: v for k, v in zip(_RESET_OPTIONS, values, strict=True) if v is not None}
         self.observation_space = spaces.Dict(
@@ -318,3 +319,16 @@ def _draw_board(board: chess.Board, last_move: str | None, *, white_at_bottom: b
             centre = (x + _SQUARE / 2, y + _SQUARE / 2)
             draw.text(centre, glyph, font=font, fill=fill, anchor="mm", stroke_width=1, stroke_fill=outline)
     return np.asarray(image, dtype=np.uint8).copy()
+
+
+def _check_options(opponent: Any, agent_color: Any, opponent_depth: Any, max_moves: Any) -> None:
+    """Refuse, at make, options no chess server could take (the server checks the opponent's name)."""
+    if opponent is not None and not isinstance(opponent, str):
+        raise ValueError(f"opponent must be an opponent's name such as 'random', got {opponent!r}")
+    if agent_color is not None and agent_color not in ("white", "black", "random"):
+        raise ValueError(f"agent_color must be 'white', 'black' or 'random', got {agent_color!r}")
+    for name, value in (("opponent_depth", opponent_depth), ("max_moves", max_moves)):
+        if value is not None and (
+            not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1
+        ):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")

@@ -17,14 +17,29 @@ class Timeouts:
             model or an engine on the server can take long; raise this rather than disabling it.
         close: waiting for the server to acknowledge a closing session.
 
+    Wherever the client takes ``timeouts=``, a plain number sets all three.
+
     Example:
         >>> Timeouts(request=120.0)
         Timeouts(connect=10.0, request=120.0, close=2.0)
+        >>> Timeouts.of(5)
+        Timeouts(connect=5, request=5, close=5)
     """
 
     connect: float = 10.0
     request: float = 60.0
     close: float = 2.0
+
+    @classmethod
+    def of(cls, value: Timeouts | float | None) -> Timeouts:
+        """``value`` as `Timeouts`: None gives the defaults, a number sets all three (as httpx does)."""
+        if value is None:
+            return cls()
+        if isinstance(value, Timeouts):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return cls(connect=value, request=value, close=value)
+        raise TypeError(f"timeouts must be a Timeouts(...) or a number of seconds, got {value!r}")
 
     def __post_init__(self) -> None:
         for name in ("connect", "request", "close"):

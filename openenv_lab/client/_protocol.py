@@ -164,10 +164,11 @@ def error_from_frame(data: dict[str, Any], *, url: str | None = None) -> ServerE
     return ServerError(text, code=code, server_message=server_message, details=details, url=url)
 
 
+EXECUTION_HINT = "The environment raised while handling the request; the session is still open"
 _HINTS = {
     "VALIDATION_ERROR": "The action or message does not match the server's schema: compare it "
     "with Client(url).schema()['action']",
-    "EXECUTION_ERROR": "The environment raised while handling the request; the session is still open",
+    "EXECUTION_ERROR": EXECUTION_HINT,
     "FACTORY_ERROR": "The server could not build an environment for this session; check its logs",
     "SESSION_ERROR": "The server closed the session",
 }

@@ -50,14 +50,14 @@ class AsyncSession:
         self,
         base_url: str,
         *,
-        timeouts: Timeouts | None = None,
+        timeouts: Timeouts | float | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
         compression: str | None = None,
     ) -> None:
         self.base_url = http_url(base_url)
         self.url = ws_url(self.base_url)
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts = Timeouts.of(timeouts)
         self._options = connect_options(
             self.base_url, self.timeouts, keepalive or Keepalive(), headers, compression
         )

@@ -47,12 +47,12 @@ class Client:
         self,
         base_url: str,
         *,
-        timeouts: Timeouts | None = None,
+        timeouts: Timeouts | float | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         self.base_url = http_url(base_url)
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts = Timeouts.of(timeouts)
         self.keepalive = keepalive
         self.headers = dict(headers or {})
         self._http: httpx.Client | None = None  # made on first use: many users only open sessions
@@ -106,7 +106,8 @@ class Client:
         except httpx.TransportError as exc:
             raise ConnectError(
                 f"Could not connect to {url}: {exc}. Is an OpenEnv server running there? Start one "
-                "with 'openenv-lab serve chess', or leave base_url unset to use the embedded server.",
+                "with 'openenv-lab serve NAME' (chess, atari, finrl or echo), or leave base_url unset to use "
+                "the embedded server.",
                 url=url,
             ) from None
         if response.status_code == 404:

@@ -59,14 +59,14 @@ class Session:
         self,
         base_url: str,
         *,
-        timeouts: Timeouts | None = None,
+        timeouts: Timeouts | float | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
         compression: str | None = None,
     ) -> None:
         self.base_url = http_url(base_url)
         self.url = ws_url(self.base_url)
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts = Timeouts.of(timeouts)
         keepalive = keepalive or Keepalive()
         self._stack = contextlib.ExitStack()
         self._ws = None
@@ -203,7 +203,8 @@ def connect_error(exc: Exception, base_url: str, url: str, timeouts: Timeouts) -
     if isinstance(exc, OSError):
         return ConnectError(
             f"Could not connect to {url}: {exc.strerror or exc}. Is an OpenEnv server running there? Start "
-            "one with 'openenv-lab serve chess', or leave base_url unset to use the embedded server.",
+            "one with 'openenv-lab serve NAME' (chess, atari, finrl or echo), or leave base_url unset to "
+            "use the embedded server.",
             url=url,
         )
     return exc

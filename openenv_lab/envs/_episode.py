@@ -14,7 +14,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import gymnasium as gym
 import numpy as np
+from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
@@ -100,7 +102,9 @@ class Episode:
             )
         space = self.adapter.action_space
         if not space.contains(action):
-            raise ValueError(f"Action {action!r} is not in the action space {space}")
+            raise ValueError(
+                f"Action {_short(action)} is not in the action space {space}{_why_not(space, action)}"
+            )
         return self.adapter.encode_action(action)
 
     def step_result(self, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -114,3 +118,21 @@ class Episode:
             transition.truncated,
             transition.info,
         )
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _why_not(space: gym.Space[Any], action: Any) -> str:
+    """What is wrong with an array action for a `Box` space (shape, dtype or bounds), as ": ..."; or ""."""
+    if not isinstance(space, spaces.Box) or not isinstance(action, np.ndarray):
+        return ""
+    if action.shape != space.shape:
+        return f": its shape is {action.shape}, the space's {space.shape}"
+    if not np.can_cast(action.dtype, space.dtype):
+        return f": its dtype is {action.dtype}; pass np.asarray(action, dtype=np.{space.dtype})"
+    if not (np.all(action >= space.low) and np.all(action <= space.high)):
+        return f": some values are outside [{space.low.min()}, {space.high.max()}]"
+    return ""

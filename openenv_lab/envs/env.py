@@ -13,9 +13,21 @@ from typing import Any, ClassVar
 import gymnasium as gym
 
 from ..adapters import ADAPTERS, Adapter
-from ..client import Client, ConnectError, Keepalive, ProtocolError, Session, SessionClosed, Timeouts
+from ..client import (
+    Client,
+    ConnectError,
+    Keepalive,
+    ProtocolError,
+    ServerError,
+    Session,
+    SessionClosed,
+    Timeouts,
+)
+from ..client._protocol import EXECUTION_HINT
 from ..launch import DockerServer, EmbeddedServer, Launcher, RemoteServer, shared_embedded_server
 from ._episode import Episode, retry_after_collecting
+
+_REFUSED_AT_MAKE = "The server refused the options given to make(), so no environment was made"
 
 __all__ = ["OpenEnvEnv"]
 
@@ -35,7 +47,7 @@ class OpenEnvEnv(gym.Env):
         image: any OpenEnv Docker image to run for this env (implies ``launcher="docker"``), e.g. for
             ``"openenv/remote"``.
         render_mode: one of the adapter's render modes (chess: ``"svg"``, ``"rgb_array"``, ``"ansi"``).
-        timeouts: connect/request/close timeouts of the connection.
+        timeouts: connect/request/close timeouts of the connection (`Timeouts`, or seconds for all three).
         keepalive: WebSocket ping settings (e.g. ``Keepalive(interval=None)`` behind tunnels that drop pings).
         headers: extra HTTP headers, e.g. ``{"Authorization": "Bearer <token>"}`` for a private Space.
         **adapter_options: passed to the adapter class (chess: ``opponent``, ``agent_color``...).
@@ -69,7 +81,7 @@ class OpenEnvEnv(gym.Env):
         *,
         base_url: str | None = None,
         render_mode: str | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: Timeouts | float | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
         launcher: str | Launcher = "embedded",
@@ -77,6 +89,7 @@ class OpenEnvEnv(gym.Env):
         **adapter_options: Any,
     ) -> None:
         self._owns_launcher = False
+        timeouts = Timeouts.of(timeouts)  # checked before a server starts
         self.adapter = _make_adapter(adapter, adapter_options)
         self.metadata = {
             "render_modes": list(self.adapter.render_modes),
@@ -100,8 +113,11 @@ class OpenEnvEnv(gym.Env):
             self._session = retry_after_collecting(self.client.session)
             if self.adapter.needs_probe:
                 self.adapter.probe(self._session.reset(**self.adapter.reset_kwargs(None, None)))
-        except BaseException:
+        except BaseException as exc:
             self.close()
+            if isinstance(exc, ServerError) and exc.code == "EXECUTION_ERROR" and exc.args:
+                # The options were refused at the probing reset: there is no session to keep open.
+                exc.args = (exc.args[0].replace(EXECUTION_HINT, _REFUSED_AT_MAKE), *exc.args[1:])
             raise
         self.observation_space = self.adapter.observation_space
         self.action_space = self.adapter.action_space

@@ -120,7 +120,7 @@ class OpenEnvVectorEnv(VectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         copy: bool = True,
         render_mode: str | None = None,
-        timeouts: Timeouts | None = None,
+        timeouts: Timeouts | float | None = None,
         keepalive: Keepalive | None = None,
         headers: dict[str, str] | None = None,
         launcher: str | Launcher = "embedded",
@@ -147,7 +147,7 @@ class OpenEnvVectorEnv(VectorEnv):
             "render_fps": first.render_fps,
             "autoreset_mode": self.autoreset_mode,
         }
-        self.timeouts = timeouts or Timeouts()
+        self.timeouts = Timeouts.of(timeouts)
         self._session_options = {"timeouts": self.timeouts, "keepalive": keepalive, "headers": headers}
         self.base_urls = self._server_urls(first, base_url, base_urls, launcher, image)
         self._loop = _LoopThread()
@@ -225,7 +225,7 @@ class OpenEnvVectorEnv(VectorEnv):
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-environment at once (in NEXT_STEP mode, those that just ended reset instead)."""
         self._check_nothing_in_flight("step")
-        requests = {i: self._request(i, a) for i, a in enumerate(iterate(self.action_space, actions))}
+        requests = self._requests(range(self.num_envs), actions, self.action_space, "step")
         results = self._exchange(requests)
 
         infos: dict[str, Any] = {}
@@ -288,7 +288,7 @@ class OpenEnvVectorEnv(VectorEnv):
         if self.autoreset_mode != AutoresetMode.NEXT_STEP:
             raise ValueError("send()/recv() autoreset in 'next_step' mode only; make the env with that mode")
         if self._loop is None or not self._sessions:
-            raise OpenEnvError("This vector environment is closed; make a new one.")
+            raise self._closed_error()
         ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in np.ravel(env_ids)]
         for i in ids:
             if not 0 <= i < self.num_envs:
@@ -300,12 +300,9 @@ class OpenEnvVectorEnv(VectorEnv):
         space = self._batched_action_spaces.get(len(ids))
         if space is None:
             space = self._batched_action_spaces[len(ids)] = batch_space(self.single_action_space, len(ids))
-        per_env = list(iterate(space, actions))
-        if len(per_env) != len(ids):
-            raise ValueError(f"send() got {len(per_env)} actions for {len(ids)} sub-environments")
+        requests = self._requests(ids, actions, space, "send")  # all checked before any is in flight
         batch = []
-        for i, action in zip(ids, per_env, strict=True):
-            kind, payload = self._request(i, action)
+        for i, (kind, payload) in requests.items():
             entry = self._in_flight[i] = [kind, None]
             batch.append((i, entry, self._sessions[i], payload))
         # One wake-up of the loop for the whole batch; each task reports its id when it is done.
@@ -374,6 +371,21 @@ class OpenEnvVectorEnv(VectorEnv):
             infos,
         )
 
+    def _requests(
+        self, ids: Sequence[int], actions: Any, space: Any, caller: str
+    ) -> dict[int, tuple[str, dict[str, Any]]]:
+        """The requests for sub-environments ``ids`` from their batched ``actions``, all checked first."""
+        per_env = list(iterate(space, actions))
+        if len(per_env) != len(ids):
+            raise ValueError(f"{caller}() got {len(per_env)} actions for {len(ids)} sub-environments")
+        requests = {}
+        for i, action in zip(ids, per_env, strict=True):
+            try:
+                requests[i] = self._request(i, action)
+            except ValueError as exc:
+                raise ValueError(f"Sub-environment {i}: {exc}") from None
+        return requests
+
     def _request(self, i: int, action: Any) -> tuple[str, dict[str, Any]]:
         """Sub-environment ``i``'s next request: its step, or (NEXT_STEP) the reset of an ended episode."""
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
@@ -388,6 +400,11 @@ class OpenEnvVectorEnv(VectorEnv):
             obs, info = self.episodes[i].reset_result(result)
             return obs, 0.0, False, False, info
         return self.episodes[i].step_result(result)
+
+    def _closed_error(self) -> OpenEnvError:
+        why = getattr(self, "_closed_because", None)
+        because = f" ({why}: its sessions could no longer be trusted)" if why else ""
+        return OpenEnvError(f"This vector environment is closed{because}; make a new one.")
 
     def _check_nothing_in_flight(self, what: str) -> None:
         if self._in_flight:
@@ -438,6 +455,10 @@ class OpenEnvVectorEnv(VectorEnv):
                 raise ValueError(
                     f"{sorted(first.server_options())} configure the embedded server; drop them or the "
                     "server URLs"
+                )
+            if isinstance(base_urls, (str, bytes)):
+                raise TypeError(
+                    f"base_urls takes a list of server URLs; for one server pass base_url={base_urls!r}"
                 )
             urls = list(base_urls)
             if not urls:
@@ -535,7 +556,7 @@ class OpenEnvVectorEnv(VectorEnv):
     def _exchange(self, requests: dict[int, tuple[str, dict[str, Any]]]) -> dict[int, StepResult]:
         """Send every request at once and wait for all replies; on any failure close everything and raise."""
         if self._loop is None or not self._sessions:
-            raise OpenEnvError("This vector environment is closed; make a new one.")
+            raise self._closed_error()
 
         sessions = self._sessions
         batch = [(sessions[i], kind, payload) for i, (kind, payload) in requests.items()]
@@ -543,6 +564,7 @@ class OpenEnvVectorEnv(VectorEnv):
         try:
             outcomes = self._loop.run(exchange(batch, self.timeouts.request), timeout=budget)
         except BaseException as exc:  # interrupted (Ctrl+C), or the loop thread is stuck
+            self._closed_because = f"a step was interrupted ({type(exc).__name__})"
             self.close()
             if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
                 raise Timeout(

@@ -213,7 +213,7 @@ class EmbeddedServer:
         self.stop(timeout=1.0)
         raise LaunchError(
             f"The embedded {self.name} server {what}."
-            + (f" Its output ended with:\n{_tail(log)}" if log else " It printed nothing.")
+            + (f" {_gist(log)}" if log else " It printed nothing.")
             + f"\nCommand: {' '.join(self.command())}"
         )
 
@@ -257,6 +257,18 @@ def _abandon(process: subprocess.Popen[str], owner_pid: int) -> None:
 
 def _tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _gist(log: str) -> str:
+    """What a server's output says went wrong: argparse's error line, a traceback's last line (the
+    exception), or else the end of the output."""
+    lines = log.splitlines()
+    refused = [line for line in lines if ": error: " in line]
+    if refused:
+        return f"It said: {refused[-1]}"
+    if any(line.startswith("Traceback (most recent call last)") for line in lines):
+        return f"It raised {lines[-1].strip()}\nIts output ended with:\n{_tail(log, 12)}"
+    return f"Its output ended with:\n{_tail(log)}"
 
 
 _shared: dict[tuple[str, int | None, tuple[tuple[str, Any], ...]], EmbeddedServer] = {}

@@ -71,8 +71,10 @@ class Fleet:
         watch_interval: float = 0.5,
         **options: Any,
     ) -> None:
-        if replicas < 1:
-            raise ValueError(f"A fleet needs at least one replica, got replicas={replicas}")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+            raise ValueError(
+                f"A fleet needs at least one replica (a whole number), got replicas={replicas!r}"
+            )
         self.name = name
         self.restart = restart
         self.watch_interval = watch_interval

@@ -29,6 +29,7 @@ Rewards are the sum of the ALE's rewards over the ``frameskip`` frames of a step
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import uuid
 import zlib
@@ -242,10 +243,19 @@ class AtariEnvironment(ServerEnvironment):
         ale_seed = np.random.SeedSequence(seed).generate_state(n_words=2)[1]
         ale.setInt("random_seed", np.int32(ale_seed))
         ale.loadROM(roms.get_rom_path(settings["game"]))
-        if settings["mode"] is not None:
-            ale.setMode(settings["mode"])
-        if settings["difficulty"] is not None:
-            ale.setDifficulty(settings["difficulty"])
+        for name, available, choose in (
+            ("mode", ale.getAvailableModes, ale.setMode),
+            ("difficulty", ale.getAvailableDifficulties, ale.setDifficulty),
+        ):
+            if settings[name] is not None:
+                valid = [int(v) for v in available()]
+                if settings[name] not in valid:
+                    self._loaded = None  # the ROM is loaded, but not with these settings
+                    raise ValueError(
+                        f"{settings['game']} has no {name} {settings[name]!r}; its {name}s are "
+                        f"{', '.join(map(str, valid))}"
+                    )
+                choose(settings[name])
         self._actions = list(
             ale.getLegalActionSet() if settings["full_action_space"] else ale.getMinimalActionSet()
         )
@@ -345,7 +355,9 @@ class AtariEnvironment(ServerEnvironment):
 def _check_settings(settings: dict[str, Any]) -> None:
     game = settings["game"]
     if game not in available_games():
-        raise ValueError(f"Unknown game {game!r}. Available games: {', '.join(available_games())}")
+        close = difflib.get_close_matches(str(game).lower(), available_games(), n=3)
+        hint = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
+        raise ValueError(f"Unknown game {game!r}. {hint}Available games: {', '.join(available_games())}")
     if settings["obs_type"] not in OBS_TYPES:
         raise ValueError(f"obs_type must be one of {', '.join(OBS_TYPES)}, got {settings['obs_type']!r}")
     if not isinstance(settings["frameskip"], int) or settings["frameskip"] < 1:

@@ -35,6 +35,8 @@ class EchoEnvironment(ServerEnvironment):
     NAME = "echo"
 
     def __init__(self, max_steps: int = 100) -> None:
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         super().__init__()
         self.max_steps = max_steps
         self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
@@ -67,6 +69,7 @@ class EchoEnvironment(ServerEnvironment):
 
 
 def make_app(max_steps: int = 100, max_sessions: int = 256) -> Any:
+    EchoEnvironment(max_steps)  # a bad option stops the server at start, not at the first step
     return build_app(
         functools.partial(EchoEnvironment, max_steps=max_steps),
         EchoAction,

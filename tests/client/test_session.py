@@ -97,7 +97,7 @@ def test_no_server_is_a_connect_error_naming_the_url():
     with pytest.raises(ConnectError) as caught:
         Session(url, timeouts=Timeouts(connect=2.0))
     assert url.replace("http", "ws") in str(caught.value)
-    assert "serve chess" in str(caught.value)
+    assert "openenv-lab serve NAME' (chess, atari, finrl or echo)" in str(caught.value)
 
 
 def test_a_server_that_never_answers_the_upgrade_is_a_connect_timeout():

@@ -198,8 +198,22 @@ def test_render_returns_the_frame():
 
 
 def test_unknown_game_fails_at_make_listing_the_games():
-    with pytest.raises(openenv_lab.ServerError, match=r"Unknown game 'pongg'\. Available games: .*pong"):
+    with pytest.raises(
+        openenv_lab.ServerError, match=r"Unknown game 'pongg'\. Did you mean 'pong'\? Available games: .*pong"
+    ):
         gym.make("openenv/atari", game="pongg")
+
+
+@pytest.mark.parametrize("name", ["ALE/Pong-v5", "Pong", "PongNoFrameskip-v4"])
+def test_games_named_as_gymnasium_names_them(name):
+    env = gym.make("openenv/atari", game=name)
+    assert env.unwrapped.adapter.settings["game"] == "pong"
+    env.close()
+
+
+def test_a_mode_the_game_lacks_is_named_with_the_ones_it_has():
+    with pytest.raises(openenv_lab.ServerError, match=r"pong has no mode 999; its modes are 0, 1"):
+        gym.make("openenv/atari", game="pong", mode=999)
 
 
 def test_action_out_of_range_is_refused_before_sending(pong):

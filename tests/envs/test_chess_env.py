@@ -237,3 +237,17 @@ def test_a_cell_run_again_does_not_fail_on_a_full_server():
         with pytest.raises(openenv_lab.CapacityError):
             gym.make("openenv/chess", base_url=server.base_url)  # a live session is never taken away
         second.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"agent_color": "purple"}, "agent_color must be 'white', 'black' or 'random'"),
+        ({"max_moves": -1}, "max_moves must be a positive integer"),
+        ({"opponent_depth": "x"}, "opponent_depth must be a positive integer"),
+        ({"opponent": 3}, "opponent must be an opponent's name"),
+    ],
+)
+def test_options_no_server_could_take_fail_at_make(options, message):
+    with pytest.raises(ValueError, match=message):
+        gym.make("openenv/chess", launcher="docker", **options)  # refused before any server is started

@@ -115,3 +115,23 @@ def test_seed_warning_names_the_server_once(official_counter):
         warnings.simplefilter("error")
         env.reset(seed=2)
     env.close()
+
+
+def test_a_refused_action_says_what_is_wrong_with_it(official_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        env = gym.make("openenv/remote", base_url=official_counter)
+        env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"its shape is \(3,\), the space's \(\)"):
+        env.step(np.zeros(3, dtype=np.int64))
+    with pytest.raises(
+        ValueError, match=r"its dtype is float64; pass np\.asarray\(action, dtype=np\.int64\)"
+    ):
+        env.step(np.array(1.5))
+    with (
+        pytest.raises(ValueError, match=r"\.\.\. \(2002 characters\) is not in the action space"),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore", UserWarning)  # gymnasium's own note on casting the text
+        env.step("x" * 2000)  # a huge action is not copied whole into the message
+    env.close()

@@ -163,13 +163,38 @@ def test_an_interrupted_step_closes_every_session(hanging_counter):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert envs.closed and all_closed(sessions)  # none is left with a reply on its way
-    with pytest.raises(OpenEnvError, match="closed; make a new one"):
+    with pytest.raises(
+        OpenEnvError, match=r"closed \(a step was interrupted \(KeyboardInterrupt\).*make a new"
+    ):
         envs.step(np.array([1, 1, 1]))
 
 
 def all_closed(sessions) -> bool:
     """Every session closed, connections dropped mid-request included (none still closing)."""
     return all(session.closed and session._closing is None for session in sessions)
+
+
+def test_bad_actions_name_the_sub_environment_and_leave_nothing_in_flight(chess_url):
+    envs = gym.make_vec("openenv/chess", num_envs=3, base_url=chess_url)
+    obs, _ = envs.reset(seed=0)
+    for call in (envs.send, envs.step):
+        with pytest.raises(ValueError, match=r"Sub-environment 2: Action np\.int64\(-5\) is not in"):
+            call(np.array([0, 0, -5]))
+        with pytest.raises(ValueError, match=rf"{call.__name__}\(\) got 2 actions for 3 sub-environments"):
+            call(np.array([0, 0]))
+    assert envs._in_flight == {}
+    envs.step(masked_actions(envs, obs, np.random.default_rng(0)))  # nothing was left half-sent
+    envs.close()
+
+
+def test_base_urls_must_be_a_list_and_timeouts_may_be_seconds():
+    with pytest.raises(TypeError, match=r"base_urls takes a list .* pass base_url='http://127\.0\.0\.1:1'"):
+        gym.make_vec("openenv/echo", num_envs=2, base_urls="http://127.0.0.1:1")
+    with pytest.raises(TypeError, match="timeouts must be a Timeouts"):
+        gym.make_vec("openenv/echo", num_envs=2, timeouts="5")
+    envs = gym.make_vec("openenv/echo", num_envs=2, timeouts=7)
+    assert envs.timeouts == openenv_lab.Timeouts(connect=7, request=7, close=7)
+    envs.close()
 
 
 @pytest.mark.parametrize(

@@ -96,6 +96,16 @@ def test_a_server_that_fails_to_start_reports_its_output():
     assert "exited with status" in str(caught.value)
 
 
+def test_a_refused_option_is_reported_in_one_line():
+    with pytest.raises(
+        LaunchError, match=r"It said: .*argument --opponent: invalid choice: 'bogus'"
+    ) as caught:
+        EmbeddedServer("chess", opponent="bogus", startup_timeout=60).start()
+    assert "usage:" not in str(caught.value)  # argparse's error line, not its whole usage text
+    with pytest.raises(LaunchError, match="max_steps must be at least 1, got 0"):
+        EmbeddedServer("echo", max_steps=0, startup_timeout=60).start()  # at start, not at the first step
+
+
 def test_unknown_server_and_options_are_value_errors():
     with pytest.raises(ValueError, match="no bundled server called 'go'"):
         EmbeddedServer("go")

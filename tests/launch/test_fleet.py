@@ -82,8 +82,9 @@ def test_a_fleet_that_cannot_start_stops_what_it_started():
 
 
 def test_bad_fleet_arguments_are_value_errors():
-    with pytest.raises(ValueError, match="at least one replica"):
-        Fleet("chess", replicas=0)
+    for bad in (0, "2", 1.5):
+        with pytest.raises(ValueError, match="at least one replica"):
+            Fleet("chess", replicas=bad)
     with pytest.raises(ValueError, match="no option"):
         Fleet("chess", replicas=2, colour="white")
 
