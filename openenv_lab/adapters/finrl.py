@@ -30,6 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..client import Client, ProtocolError, StepResult
+from ..market import parse_indicators
 from .base import Adapter, Transition
 
 __all__ = ["FinRLAdapter"]
@@ -56,7 +57,9 @@ class FinRLAdapter(Adapter):
         random_start: start each episode on a random day of the split (seeded by ``reset(seed=...)``).
         data: a FinRL long-format CSV/Parquet file for the embedded server (default: the synthetic market).
         trade_start: first day of the ``trade`` split (ISO date).
-        indicators: technical indicators (stockstats names; FinRL's eight by default).
+        indicators: technical indicators: stockstats names, as a sequence or one comma-separated string
+            (``"macd, rsi_30"``, as the server's ``--indicators``); FinRL's eight by default, ``[]`` for none.
+            A name stockstats does not know stops the embedded server at start, naming it.
         initial_amount, hmax, buy_cost_pct, sell_cost_pct, reward_scaling, turbulence_threshold: the
             trading rules of `openenv_lab.market.trading`.
 
@@ -79,7 +82,7 @@ class FinRLAdapter(Adapter):
         random_start: bool = False,
         data: str | os.PathLike[str] | None = None,
         trade_start: str | None = None,
-        indicators: Sequence[str] | None = None,
+        indicators: str | Sequence[str] | None = None,
         initial_amount: float | None = None,
         hmax: int | None = None,
         buy_cost_pct: float | None = None,
@@ -91,7 +94,7 @@ class FinRLAdapter(Adapter):
         market = {
             "data": os.path.abspath(data) if data is not None else None,
             "trade_start": trade_start,
-            "indicators": ",".join(indicators) if indicators is not None else None,
+            "indicators": ",".join(parse_indicators(indicators)) if indicators is not None else None,
             "initial_amount": initial_amount,
             "hmax": hmax,
             "buy_cost_pct": buy_cost_pct,
@@ -148,9 +151,19 @@ class FinRLAdapter(Adapter):
                 f"A FinRL observation needs a 'state' of {self.observation_space.shape[0]} numbers; got "
                 f"{len(state) if isinstance(state, list) else type(state).__name__}"
             )
+        value = raw.get("portfolio_value", 0.0)
+        try:
+            observation = np.asarray(state, dtype=np.float32)  # null (a NaN in JSON) becomes NaN
+            value = float(value)
+        except (TypeError, ValueError):
+            observation, value = np.array([np.nan]), np.nan
+        if not (np.isfinite(observation).all() and np.isfinite(value)):
+            raise ProtocolError(
+                "The FinRL server sent a state or portfolio value that is not a finite number (NaN, "
+                "infinity, or null, as JSON writes them), which comes from NaN, infinite or empty prices in "
+                "its market data: check the data it serves"
+            )
         self._last = result
-        observation = np.asarray(state, dtype=np.float32)
-        value = float(raw.get("portfolio_value", 0.0))
         info = self.base_info(result)
         info["date"] = raw.get("date", "")
         info["portfolio_value"] = value

@@ -11,7 +11,8 @@ geometric-Brownian-motion returns whose drift and volatility switch between bull
 (a Markov chain), over a few years of weekday trading days. No download, no licence question.
 
 Everything that is wrong with a file is reported when it is loaded, naming the problem: a missing file, a
-missing column, a non-numeric or non-positive price, a ticker missing some dates, too few days.
+missing column, a non-numeric, missing (empty or NaN), infinite or non-positive price or volume (with the
+ticker and date of the first), a ticker missing some dates, too few days.
 
 Example:
     >>> from openenv_lab.market import MarketData, synthetic_prices
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from . import DEFAULT_INDICATORS
+from . import DEFAULT_INDICATORS, MarketDataError, parse_indicators
 
 __all__ = [
     "DEFAULT_INDICATORS",
@@ -48,14 +49,11 @@ __all__ = [
 
 REQUIRED_COLUMNS = ("date", "tic", "open", "high", "low", "close", "volume")
 PRICE_COLUMNS = ("open", "high", "low", "close")
+NUMERIC_COLUMNS = (*PRICE_COLUMNS, "volume")
 #: Windows of indicators whose name does not end in one (stockstats' defaults).
 _DEFAULT_WINDOWS = {"macd": 26, "macds": 35, "macdh": 35, "boll": 20, "boll_ub": 20, "boll_lb": 20, "kdjk": 9}
 #: Days of returns behind each day's turbulence index, as in FinRL.
 TURBULENCE_LOOKBACK = 252
-
-
-class MarketDataError(ValueError):
-    """Market data that cannot be used, with what is wrong with it."""
 
 
 def load_prices(path: str | Path) -> pl.DataFrame:
@@ -87,28 +85,36 @@ def check_prices(frame: pl.DataFrame, *, source: str = "the prices") -> pl.DataF
         frame = frame.with_columns(pl.col("date").cast(pl.Utf8).str.slice(0, 10).str.to_date("%Y-%m-%d"))
     except Exception:
         raise MarketDataError(f"{source}: the date column must hold dates like 2021-03-31") from None
-    for column in (*PRICE_COLUMNS, "volume"):
-        if not frame.schema[column].is_numeric():
-            bad = frame.filter(pl.col(column).cast(pl.Float64, strict=False).is_null()).head(1)
-            example = bad[column][0] if bad.height else "?"
-            raise MarketDataError(f"{source}: column {column!r} is not numeric (e.g. {example!r})")
-    frame = frame.with_columns(
-        pl.col("tic").cast(pl.Utf8), *(pl.col(c).cast(pl.Float64) for c in (*PRICE_COLUMNS, "volume"))
-    )
-    nulls = {
-        column: count for column, count in zip(frame.columns, frame.null_count().row(0), strict=True) if count
-    }
-    if nulls:
-        raise MarketDataError(f"{source} has empty values: {nulls}")
+    frame = frame.with_columns(pl.col("tic").cast(pl.Utf8))
+    for column in ("date", "tic"):
+        empty = frame.filter(pl.col(column).is_null())
+        if empty.height:
+            row = empty.row(0, named=True)
+            raise MarketDataError(
+                f"{source} has {empty.height} row(s) with an empty {column!r} (the first: date "
+                f"{row['date']}, tic {row['tic']}); every row needs a date and a ticker"
+            )
+    frame = frame.sort("date", "tic")  # so that "the first" bad row below is the earliest
+    for column in NUMERIC_COLUMNS:
+        frame = frame.with_columns(_as_float(frame, column, source))
+    for column in NUMERIC_COLUMNS:
+        bad = frame.filter(~pl.col(column).is_finite().fill_null(False))
+        if bad.height:
+            value = bad[column][0]
+            what = "empty" if value is None else "NaN" if value != value else str(value)
+            raise MarketDataError(
+                f"{source}: column {column!r} has {bad.height} missing or non-finite value(s) (NaN, inf or "
+                f"empty); the first is {what} for {_describe_row(bad)}. Every price and volume must be a "
+                "finite number: fill the gaps (e.g. with the ticker's previous day) or drop those dates for "
+                "every ticker, then load the data again"
+            )
     bad_prices = frame.filter(pl.any_horizontal(pl.col(c) <= 0 for c in PRICE_COLUMNS))
     if bad_prices.height:
-        row = bad_prices.row(0, named=True)
-        raise MarketDataError(f"{source} has non-positive prices, e.g. {row['tic']} on {row['date']}")
+        raise MarketDataError(f"{source} has non-positive prices, e.g. {_describe_row(bad_prices)}")
     duplicates = frame.group_by("date", "tic").len().filter(pl.col("len") > 1)
     if duplicates.height:
         row = duplicates.row(0, named=True)
         raise MarketDataError(f"{source} has several rows for {row['tic']} on {row['date']}")
-    frame = frame.sort("date", "tic")
     dates = frame["date"].n_unique()
     per_ticker = frame.group_by("tic").len()
     incomplete = per_ticker.filter(pl.col("len") < dates)
@@ -118,6 +124,35 @@ def check_prices(frame: pl.DataFrame, *, source: str = "the prices") -> pl.DataF
             f"{source}: every ticker needs a price on every date, but some have fewer days: {names}"
         )
     return frame
+
+
+def _as_float(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
+    """``column`` as Float64, or a `MarketDataError` naming the first value that is not a number.
+
+    Text columns are parsed (a CSV with ``nan`` or ``Infinity`` in a column is read as text); what parses
+    to NaN or inf is left for the finiteness check, which says so.
+    """
+    dtype = frame.schema[column]
+    if dtype.is_numeric():
+        return pl.col(column).cast(pl.Float64)
+    if dtype == pl.Utf8:
+        parsed = pl.col(column).cast(pl.Float64, strict=False)
+        bad = frame.filter(pl.col(column).is_not_null() & parsed.is_null())
+        if not bad.height:
+            return parsed
+    else:
+        bad = frame.filter(pl.col(column).is_not_null())
+    example = bad[column][0] if bad.height else None
+    raise MarketDataError(
+        f"{source}: column {column!r} is not numeric ({dtype}): {bad.height} value(s) are not numbers, the "
+        f"first {example!r} for {_describe_row(bad)}; prices and volumes must be plain numbers"
+    )
+
+
+def _describe_row(rows: pl.DataFrame) -> str:
+    """The ticker and date of the first of ``rows``, for messages."""
+    row = rows.row(0, named=True)
+    return f"{row['tic']} on {row['date']}"
 
 
 def synthetic_prices(
@@ -183,11 +218,18 @@ def indicator_window(name: str) -> int:
     return _DEFAULT_WINDOWS.get(name, 1)
 
 
-def add_indicators(prices: pl.DataFrame, indicators: Sequence[str] = DEFAULT_INDICATORS) -> pl.DataFrame:
-    """Add one column per indicator (stockstats, per ticker) and drop the warm-up days."""
+def add_indicators(
+    prices: pl.DataFrame, indicators: str | Sequence[str] = DEFAULT_INDICATORS
+) -> pl.DataFrame:
+    """Add one column per indicator (stockstats, per ticker) and drop the warm-up days.
+
+    ``indicators`` is a sequence of stockstats names or one comma-separated string (see `parse_indicators`).
+    Values stockstats cannot define (NaN or infinite, e.g. from a flat stretch of prices) become 0.
+    """
     import pandas as pd  # stockstats works on pandas frames
     import stockstats
 
+    indicators = parse_indicators(indicators)
     if not indicators:
         return prices
     warmup = max(indicator_window(name) for name in indicators)
@@ -209,12 +251,17 @@ def add_indicators(prices: pl.DataFrame, indicators: Sequence[str] = DEFAULT_IND
             try:
                 columns[name] = np.asarray(wrapped[name], dtype=np.float64)
             except Exception as exc:
-                raise MarketDataError(f"stockstats cannot compute indicator {name!r}: {exc}") from None
+                raise MarketDataError(
+                    f"stockstats cannot compute indicator {name!r} ({exc}); use stockstats names, such as "
+                    f"FinRL's defaults {', '.join(DEFAULT_INDICATORS)}"
+                ) from None
         parts.append(group.with_columns(pl.Series(name, values) for name, values in columns.items()))
     result = pl.concat(parts).sort("date", "tic")
     first_full_day = dates[warmup]
     result = result.filter(pl.col("date") >= first_full_day)
-    return result.with_columns(pl.col(name).fill_nan(0.0).fill_null(0.0) for name in indicators)
+    return result.with_columns(
+        pl.when(pl.col(name).is_finite()).then(pl.col(name)).otherwise(0.0).alias(name) for name in indicators
+    )
 
 
 def add_turbulence(frame: pl.DataFrame, lookback: int = TURBULENCE_LOOKBACK) -> pl.DataFrame:
@@ -259,11 +306,13 @@ class MarketData:
     def from_prices(
         cls,
         prices: pl.DataFrame,
-        indicators: Sequence[str] = DEFAULT_INDICATORS,
+        indicators: str | Sequence[str] = DEFAULT_INDICATORS,
         *,
         turbulence: bool = False,
     ) -> MarketData:
-        """Check the prices, add indicators (and turbulence), and lay them out as arrays."""
+        """Check the prices, add indicators (names, or one comma-separated string) and turbulence, and lay
+        them out as arrays."""
+        indicators = parse_indicators(indicators)
         frame = add_indicators(check_prices(prices), indicators)
         if turbulence:
             frame = add_turbulence(frame)

@@ -76,6 +76,7 @@ class StockTradingSimulator:
     def __init__(self, market: MarketData, config: TradingConfig | None = None, **overrides: float) -> None:
         base = config or TradingConfig()
         self.config = TradingConfig(**{**base.__dict__, **overrides}) if overrides else base
+        _check_finite(market)
         self.market = market
         self.stock_dim = len(market.tickers)
         self.state_space = 1 + 2 * self.stock_dim + len(market.indicator_names) * self.stock_dim
@@ -179,3 +180,26 @@ class StockTradingSimulator:
         self.cost += price * bought * self.config.buy_cost_pct
         self._holdings[index] += bought
         self.trades += 1
+
+
+def _check_finite(market: MarketData) -> None:
+    """Refuse closes, indicators or turbulence that are NaN or infinite, naming the first (day, ticker).
+
+    `MarketData.from_prices` never builds such a market (its data check refuses non-finite prices); this
+    catches hand-built ones before a step turns them into a NaN portfolio value.
+    """
+    for name, values in (("closes", market.closes), ("indicators", market.indicators)):
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:
+            day, ticker = int(bad[0][0]), int(bad[0][-1])
+            raise ValueError(
+                f"MarketData.{name} has {len(bad)} NaN or infinite value(s), the first for "
+                f"{market.tickers[ticker]} on {market.dates[day]}; fill or drop them (or build the market "
+                "with MarketData.from_prices, which checks the prices)"
+            )
+    bad_days = np.flatnonzero(~np.isfinite(market.turbulence))
+    if bad_days.size:
+        raise ValueError(
+            f"MarketData.turbulence has {bad_days.size} NaN or infinite value(s), the first on "
+            f"{market.dates[int(bad_days[0])]}"
+        )

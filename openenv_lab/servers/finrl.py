@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from ..market.data import DEFAULT_INDICATORS, MarketData, MarketDataError, load_prices, synthetic_prices
+from ..market.data import (
+    DEFAULT_INDICATORS,
+    MarketData,
+    MarketDataError,
+    load_prices,
+    parse_indicators,
+    synthetic_prices,
+)
 from ..market.trading import StockTradingSimulator, TradingConfig
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
@@ -218,8 +225,12 @@ def load_market(
     reward_scaling: float = 1e-4,
     turbulence_threshold: float | None = None,
 ) -> Market:
-    """Load and prepare the server's market (cached per set of arguments)."""
-    names = tuple(name.strip() for name in indicators.split(",") if name.strip())
+    """Load and prepare the server's market (cached per set of arguments).
+
+    ``indicators`` is comma-separated (``"macd,rsi_30"``); spaces and empty entries are ignored, so ``""``
+    means none. A name stockstats does not know stops the server with a message naming it.
+    """
+    names = parse_indicators(indicators)
     if data == "synthetic":
         prices = synthetic_prices()
         source = "synthetic market: 5 tickers, seeded regime-switching GBM"

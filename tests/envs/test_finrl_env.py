@@ -130,3 +130,44 @@ def test_the_polars_frame_is_available_for_analysis():
 
     market = MarketData.from_prices(synthetic_prices(tickers=2, days=120, seed=0))
     assert isinstance(market.frame, pl.DataFrame) and "rsi_30" in market.frame.columns
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_price_fails_at_make_not_at_a_later_step(tmp_path, bad):
+    prices = synthetic_prices(["AAA", "BBB"], days=200, seed=4).sort("date", "tic")
+    prices = prices.with_columns(
+        pl.when(pl.int_range(pl.len()) == 301).then(bad).otherwise(pl.col("close")).alias("close")
+    )
+    path = tmp_path / "market.parquet"
+    prices.write_parquet(path)
+    with pytest.raises(
+        openenv_lab.LaunchError, match=r"column 'close' has 1 missing or non-finite.* BBB on 2018-"
+    ):
+        gym.make("openenv/finrl", data=str(path), split="all")
+
+
+def test_a_non_finite_state_from_a_server_is_a_protocol_error():
+    from openenv_lab.adapters.finrl import FinRLAdapter
+    from openenv_lab.client import ProtocolError, StepResult
+
+    adapter = FinRLAdapter()
+    adapter.observation_space = gym.spaces.Box(-np.inf, np.inf, (5,), np.float32)
+    adapter.layout = {"cash": slice(0, 1), "close": slice(1, 3), "holdings": slice(3, 5)}
+    sent = {"state": [1000.0, None, 10.0, 0, 0], "portfolio_value": None, "date": "2021-01-04"}
+    with pytest.raises(ProtocolError, match="not a finite number"):
+        adapter.decode(StepResult(sent, 0.0, False), reset=False)
+
+
+def test_indicators_as_a_comma_separated_string():
+    env = gym.make("openenv/finrl", indicators=" macd, ,rsi_30 ")
+    assert env.observation_space.shape == (1 + 2 * 5 + 2 * 5,)
+    assert list(env.unwrapped.layout)[3:] == ["macd", "rsi_30"]
+    env.reset(seed=0)
+    env.close()
+
+
+def test_bad_indicators_are_named_at_make():
+    with pytest.raises(ValueError, match="lists macd more than once"):
+        gym.make("openenv/finrl", indicators="macd,rsi_30,macd")  # refused before a server starts
+    with pytest.raises(openenv_lab.LaunchError, match="cannot compute indicator 'nonsense'"):
+        gym.make("openenv/finrl", indicators="macd,nonsense")

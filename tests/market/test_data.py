@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from openenv_lab.market import DEFAULT_INDICATORS, MarketData, MarketDataError, load_prices, synthetic_prices
-from openenv_lab.market.data import add_turbulence, indicator_window
+from openenv_lab.market.data import add_turbulence, indicator_window, parse_indicators
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +107,79 @@ def test_too_few_days_for_the_indicators(prices):
 def test_missing_file():
     with pytest.raises(MarketDataError, match="No market data file"):
         load_prices("/no/such/file.csv")
+
+
+def with_value(frame: pl.DataFrame, column: str, row: int, value: float | None) -> pl.DataFrame:
+    """``frame`` (sorted by date, ticker) with ``value`` in ``column`` at ``row``."""
+    frame = frame.sort("date", "tic")
+    return frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == row).then(value).otherwise(pl.col(column)).alias(column)
+    )
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+@pytest.mark.parametrize(
+    ("column", "value", "shown"),
+    [
+        ("close", float("nan"), "NaN"),
+        ("close", float("inf"), "inf"),
+        ("low", float("-inf"), "-inf"),
+        ("open", None, "empty"),
+        ("volume", float("nan"), "NaN"),
+    ],
+)
+def test_non_finite_prices_and_volumes_are_refused_naming_the_first(
+    tmp_path, prices, suffix, column, value, shown
+):
+    frame = with_value(prices, column, 301, value)  # 3 tickers: row 301 is the second one on day 100
+    ticker, date = frame.row(301, named=True)["tic"], frame.row(301, named=True)["date"]
+    path = tmp_path / f"prices{suffix}"
+    frame.write_csv(path) if suffix == ".csv" else frame.write_parquet(path)
+    expected = rf"column '{column}' has 1 missing or non-finite .*the first is {shown} for {ticker} on {date}"
+    with pytest.raises(MarketDataError, match=expected) as caught:
+        load_prices(path)
+    assert "fill the gaps" in str(caught.value)
+    with pytest.raises(MarketDataError, match=expected):
+        MarketData.from_prices(frame)  # the same check for frames built in code
+
+
+@pytest.mark.parametrize(("text", "shown"), [("nan", "NaN"), ("Infinity", "inf"), ("-inf", "-inf")])
+def test_csv_spellings_of_non_finite_numbers_get_the_non_finite_message(tmp_path, prices, text, shown):
+    frame = prices.sort("date", "tic").with_columns(pl.col("close").cast(pl.Utf8))
+    frame = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 4).then(pl.lit(text)).otherwise(pl.col("close")).alias("close")
+    )
+    with pytest.raises(
+        MarketDataError, match=rf"'close' has 1 missing or non-finite.*the first is {shown} for"
+    ):
+        load_prices(write(tmp_path, frame))
+
+
+def test_a_non_numeric_value_is_shown_as_it_is(tmp_path, prices):
+    frame = prices.sort("date", "tic").with_columns(pl.col("volume").cast(pl.Utf8))
+    frame = frame.with_columns(
+        pl.when(pl.int_range(pl.len()) == 5).then(pl.lit("12k")).otherwise(pl.col("volume")).alias("volume")
+    )
+    row = frame.row(5, named=True)
+    with pytest.raises(
+        MarketDataError, match=rf"'volume' is not numeric.*the first '12k' for {row['tic']} on {row['date']}"
+    ):
+        load_prices(write(tmp_path, frame))
+
+
+def test_indicators_as_one_comma_separated_string(prices):
+    assert parse_indicators(" macd, ,rsi_30,") == ("macd", "rsi_30")
+    assert parse_indicators(["macd", " rsi_30 ", ""]) == ("macd", "rsi_30")
+    assert parse_indicators("") == ()
+    market = MarketData.from_prices(prices, "macd , rsi_30")
+    assert market.indicator_names == ("macd", "rsi_30") and market.indicators.shape[1] == 2
+    assert MarketData.from_prices(prices, "macd").indicator_names == ("macd",)  # not 'm', 'a', 'c', 'd'
+    with pytest.raises(MarketDataError, match="lists macd more than once"):
+        parse_indicators("macd,rsi_30, macd")
+    with pytest.raises(MarketDataError, match=r"stockstats names \(text\).*got 30 \(int\)"):
+        parse_indicators(["rsi", 30])
+
+
+def test_an_unknown_indicator_is_named(prices):
+    with pytest.raises(MarketDataError, match=r"cannot compute indicator 'nonsense'.*FinRL's defaults macd"):
+        MarketData.from_prices(prices, ["macd", "nonsense"])

@@ -119,3 +119,11 @@ def test_turbulence_sells_everything():
     assert sim.holdings.tolist() == [20]
     sim.step(np.array([1.0]))  # a turbulent day: buys become "sell everything"
     assert sim.holdings.tolist() == [0]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_hand_built_market_with_non_finite_closes_is_refused(bad):
+    with pytest.raises(
+        ValueError, match=r"closes has 1 NaN or infinite value\(s\), the first for T1 on 2024-01-02"
+    ):
+        StockTradingSimulator(market([[10, 20], [11, bad], [12, 24]]), NO_COSTS)
