@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -53,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         sub.add_argument(
             "--max-sessions",
-            type=int,
+            type=_parse_positive,
             default=None,
             help=f"concurrent sessions allowed (default: {spec.default_max_sessions})",
         )
@@ -142,6 +140,16 @@ def _parse_port(text: str) -> int:
     return port
 
 
+def _parse_positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
 def _parse_bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -172,6 +180,8 @@ def _serve(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"openenv-lab serve: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl+C is how the banner says to stop it: no traceback
+        pass
     return 0
 
 
@@ -255,12 +265,20 @@ def _bench(args: argparse.Namespace) -> int:
     """Time random steps of an environment and check its server: sessions accepted, seeds honoured."""
     import json
 
+    import gymnasium as gym
+
     from .bench import bench
     from .client import OpenEnvError
 
     try:
         report = bench(args.env, base_url=args.base_url, steps=args.steps)
-    except (OpenEnvError, ValueError) as exc:
+    except gym.error.NameNotFound as exc:
+        known = ", ".join(
+            sorted(name.split("/", 1)[1] for name in gym.registry if name.startswith("openenv/"))
+        )
+        print(f"openenv-lab bench: {exc} Ours are: {known}", file=sys.stderr)
+        return 2
+    except (OpenEnvError, ValueError, gym.error.Error) as exc:
         print(f"openenv-lab bench: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(report.as_dict(), indent=2) if args.json else report)
@@ -274,11 +292,21 @@ def _play_chess(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import openenv_lab  # noqa: F401  (registers the ids)
+    from openenv_lab._files import check_writable, write_text_atomically
     from openenv_lab.client import OpenEnvError
 
     if args.games < 1:
         print("openenv-lab play: --games must be at least 1", file=sys.stderr)
         return 2
+    if args.seed < 0:
+        print(f"openenv-lab play: --seed must be 0 or more, got {args.seed}", file=sys.stderr)
+        return 2
+    if args.pgn:
+        try:  # before playing: a path that cannot be written would lose the games
+            check_writable(args.pgn, "the games")
+        except OSError as exc:
+            print(f"openenv-lab play: {exc}", file=sys.stderr)
+            return 2
     started = time.perf_counter()
     try:
         env = gym.make(
@@ -315,7 +343,11 @@ def _play_chess(args: argparse.Namespace) -> int:
     )
     if args.pgn:
         text = "\n\n".join(str(game) for game in games) + "\n"
-        _write_atomically(args.pgn, text)
+        try:
+            write_text_atomically(args.pgn, text, what="the games")
+        except OSError as exc:
+            print(f"openenv-lab play: {exc}", file=sys.stderr)
+            return 1
         print(f"Games written to {args.pgn}")
     return 0
 
@@ -367,19 +399,6 @@ def _play_one_chess_game(env: Any, *, seed: int) -> tuple[Any, Any, dict[str, An
         "score": score,
     }
     return game, board, outcome
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """Write to a temporary file beside ``path``, then rename: never a half-written file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".openenv-lab-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 if __name__ == "__main__":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
 import re
+import signal
 import socket
+import stat
 import subprocess
 import sys
 
 import chess.pgn
+import pytest
 
 from openenv_lab.cli import main
 from openenv_lab.client import Client, Session
@@ -16,7 +20,9 @@ from tests.helpers import read_line
 
 
 def test_play_prints_results_and_writes_a_pgn(tmp_path, chess_url, capsys):
-    pgn = tmp_path / "games.pgn"
+    pgn = tmp_path / "new" / "games.pgn"  # missing directories are made
+    umask = os.umask(0o022)
+    os.umask(umask)
     assert (
         main(
             [
@@ -52,7 +58,27 @@ def test_play_prints_results_and_writes_a_pgn(tmp_path, chess_url, capsys):
             or game.headers["Termination"] == "move_limit"
         )
         assert game.headers["Termination"]
-    assert not list(tmp_path.glob(".openenv-lab-*"))  # no temporary file left behind
+    assert os.listdir(pgn.parent) == ["games.pgn"]  # no temporary file left behind
+    if os.name != "nt":
+        assert stat.S_IMODE(pgn.stat().st_mode) == 0o666 & ~umask  # as any new file, not mkstemp's 0o600
+
+
+def test_play_refuses_a_pgn_path_it_cannot_write_before_playing(tmp_path, chess_url, capsys):
+    (tmp_path / "file").write_text("x")
+    for pgn, problem in ((tmp_path, "it is a directory"), (tmp_path / "file" / "g.pgn", "is a file")):
+        assert main(["play", "chess", "--base-url", chess_url, "--pgn", str(pgn)]) == 2
+        out, err = capsys.readouterr()
+        assert err.startswith(f"openenv-lab play: Cannot save the games to {pgn}: ") and problem in err
+        assert "game 1" not in out and len(err.splitlines()) == 1
+
+
+def test_bad_seed_and_unknown_environment_are_one_clear_line(capsys):
+    assert main(["play", "chess", "--seed", "-1"]) == 2
+    assert main(["bench", "nope"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "openenv-lab play: --seed must be 0 or more, got -1"
+    assert lines[1].startswith("openenv-lab bench: Environment `nope` doesn't exist") and "chess" in lines[1]
+    assert len(lines) == 2
 
 
 def test_play_against_no_server_is_one_clear_line(capsys):
@@ -96,6 +122,35 @@ def test_serve_runs_an_openenv_server_until_stopped():
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_stops_serve_quietly():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "openenv_lab", "serve", "chess", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert "(Ctrl+C to stop)" in read_line(process, timeout=60)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0 and "Traceback" not in err
+
+
+def test_serve_refuses_max_sessions_below_one(capsys):
+    # --port 70000 is refused too, after it: without the check on --max-sessions, that is the error seen
+    with pytest.raises(SystemExit) as exit:
+        main(["serve", "chess", "--max-sessions", "0", "--port", "70000"])
+    assert exit.value.code == 2
+    assert (
+        "argument --max-sessions: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
+    )
 
 
 def test_serve_on_a_busy_port_says_so(capsys):

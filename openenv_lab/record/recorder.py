@@ -6,7 +6,11 @@ own columns come from the adapter (``describe_action``, ``record``), so OpenEnv 
 FENs, frames or portfolio values, and any other gymnasium environment still records the common columns.
 
 With ``path=...`` the recording is saved (atomically) each time an episode ends, so an interrupted kernel
-loses at most the episode in progress.
+loses at most the episode in progress. The path is checked when the wrapper is made; a save that still
+fails (a full disk) raises from ``step`` saying so, and the rows stay in ``.trajectory``.
+
+An action is described (``action_label``) before it is sent, since the description may depend on the
+state (a chess move's SAN); an action the environment refuses gets the environment's own error.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.vector.utils import iterate
 
+from .._files import check_writable
 from ..client import OpenEnvError
 from .trajectory import Trajectory
 
@@ -167,7 +172,7 @@ class RecordTrajectory(gym.Wrapper):
 
     def __init__(self, env: gym.Env, path: str | Path | None = None) -> None:
         super().__init__(env)
-        self.path = Path(path) if path is not None else None
+        self.path = check_writable(path, "the recording") if path is not None else None
         self._adapter = getattr(env.unwrapped, "adapter", None)
         self._rows = _Rows(env.action_space)
         self._metadata = _metadata(env, self._adapter)
@@ -205,14 +210,14 @@ class RecordTrajectory(gym.Wrapper):
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        label = self._adapter.describe_action(action) if self._adapter is not None else _label(action)
+        label = _describe(self._adapter, action)
         start = time.perf_counter()
         observation, reward, terminated, truncated, info = self.env.step(action)
         latency = time.perf_counter() - start
         family = self._family(action, observation, info)
         self._rows.step(0, action, label, float(reward), terminated, truncated, latency, family)
         if (terminated or truncated) and self.path is not None:
-            self.save()
+            _autosave(self, self.path)
         return observation, reward, terminated, truncated, info
 
     def _family(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
@@ -237,7 +242,7 @@ class RecordVectorTrajectory(VectorWrapper):
 
     def __init__(self, env: gym.vector.VectorEnv, path: str | Path | None = None) -> None:
         super().__init__(env)
-        self.path = Path(path) if path is not None else None
+        self.path = check_writable(path, "the recording") if path is not None else None
         self._adapters = _sub_adapters(env)
         self._rows = _Rows(env.single_action_space)
         self._metadata = {**_metadata(env, self._adapters[0]), "num_envs": env.num_envs}
@@ -251,6 +256,7 @@ class RecordVectorTrajectory(VectorWrapper):
         return Trajectory(self._rows.frame(), metadata)
 
     def save(self, path: str | Path | None = None) -> Path:
+        """Save the recording now (to ``path``, or the wrapper's own)."""
         target = path or self.path
         if target is None:
             raise ValueError("No path: pass one to save() or to RecordVectorTrajectory(env, path=...)")
@@ -301,14 +307,14 @@ class RecordVectorTrajectory(VectorWrapper):
                 )
         self._ended = np.logical_or(terminations, truncations)
         if self._ended.any() and self.path is not None:
-            self.save()
+            _autosave(self, self.path)
         return observations, rewards, terminations, truncations, infos
 
     def _label(self, index: int, action: Any) -> str:
         adapter = self._adapters[index]
         if self._mode == AutoresetMode.NEXT_STEP and self._ended[index]:
             return ""  # this sub-environment resets instead: the action is not used
-        return adapter.describe_action(action) if adapter is not None else _label(action)
+        return _describe(adapter, action)
 
     def _family(self, index: int, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         adapter = self._adapters[index]
@@ -343,7 +349,28 @@ def _unbatch(infos: dict[str, Any], index: int) -> dict[str, Any]:
     return single
 
 
-def _label(action: Any) -> str:
-    if isinstance(action, np.ndarray):
-        return json.dumps(np.round(action.astype(float), 4).tolist())
+def _describe(adapter: Any, action: Any) -> str:
+    """``action`` in words (``action_label``), taken before it is sent.
+
+    An action the adapter cannot describe is one the environment will refuse with its own, clearer error
+    ("not in the action space"): it gets a plain ``str`` here and the environment has the last word.
+    """
+    try:
+        if adapter is not None:
+            return adapter.describe_action(action)
+        if isinstance(action, np.ndarray):
+            return json.dumps(np.round(action.astype(float), 4).tolist())
+    except Exception:  # see the docstring
+        pass
     return str(action)
+
+
+def _autosave(wrapper: RecordTrajectory | RecordVectorTrajectory, path: Path) -> None:
+    """Save at the end of an episode; a failure says where, why, and that nothing recorded is lost."""
+    try:
+        wrapper.save(path)
+    except OSError as exc:
+        raise type(exc)(
+            f"{exc}. Every step is still recorded: save it elsewhere with .save(path), "
+            "or set .path to another file"
+        ) from None

@@ -23,20 +23,22 @@ plus each family's columns (chess ``fen`` and moves, Atari ``frame_png``, FinRL 
 ``/metadata``, a hash of its ``/schema``, package versions, wall time, the family's extras) is stored in
 the Parquet file's key-value metadata, so one file carries everything.
 
-Files are written to a temporary file beside the target and renamed into place: a file is never left
-half-written, even if the kernel dies mid-write.
+Files are written to a temporary file beside the target and renamed into place (`openenv_lab._files`): a
+file is never left half-written, even if the kernel dies mid-write. `load_trajectory` refuses, naming the
+file and the problem, anything that is not such a file (damaged metadata or missing columns included).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from .._files import write_atomically
 
 __all__ = ["FORMAT_VERSION", "Trajectory", "TrajectoryFormatError", "load_trajectory"]
 
@@ -131,19 +133,17 @@ class Trajectory:
         return f"<Trajectory {env}: {len(self.episodes)} episode(s), {self.frame.height} rows>"
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write Parquet (zstd) with the metadata, atomically: a temporary file, then a rename."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        metadata = {**self.metadata, "format_version": FORMAT_VERSION}
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            self.frame.write_parquet(temporary, metadata={_METADATA_KEY: json.dumps(metadata, default=str)})
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
-        return path
+        """Write Parquet (zstd) with the metadata, atomically: a temporary file, then a rename.
+
+        Missing parent directories are created; a new file gets the usual mode (``0o666`` less the
+        umask), an overwritten one keeps its own.
+        """
+        metadata = json.dumps({**self.metadata, "format_version": FORMAT_VERSION}, default=str)
+        return write_atomically(
+            path,
+            lambda temporary: self.frame.write_parquet(temporary, metadata={_METADATA_KEY: metadata}),
+            what="the recording",
+        )
 
     def _repr_html_(self) -> str:
         from ..widgets.html import trajectory_html
@@ -161,7 +161,13 @@ class Trajectory:
 
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory:
-    """Read a trajectory written by `Trajectory.save`, checking that it is one and that we can read it."""
+    """Read a trajectory written by `Trajectory.save`, checking that it is one and that we can read it.
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        TrajectoryFormatError: not a Parquet file, not a trajectory (no or broken openenv_lab metadata, or
+            missing columns), or one written by a newer openenv_lab.
+    """
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No trajectory file at {path}")
@@ -173,11 +179,33 @@ def load_trajectory(path: str | os.PathLike[str]) -> Trajectory:
         raise TrajectoryFormatError(
             f"{path} is a Parquet file but not an openenv_lab trajectory (no {_METADATA_KEY!r} metadata)"
         )
-    metadata = json.loads(stored[_METADATA_KEY])
-    version = int(metadata.get("format_version", 0))
+    metadata = _parse_metadata(path, stored[_METADATA_KEY])
+    version = metadata.get("format_version", 0)
     if version > FORMAT_VERSION:
         raise TrajectoryFormatError(
             f"{path} was written by a newer openenv_lab (trajectory format {version}; this one reads up to "
             f"{FORMAT_VERSION}): upgrade openenv_lab to read it"
         )
-    return Trajectory(pl.read_parquet(path), metadata)
+    frame = pl.read_parquet(path)
+    missing = [column for column in BASE_COLUMNS if column not in frame.columns]
+    if frame.height and missing:  # an empty recording has no columns at all
+        raise TrajectoryFormatError(
+            f"{path} has openenv_lab metadata but not the columns of a trajectory: {', '.join(missing)} "
+            "missing (the file was changed after Trajectory.save, or written by other code)"
+        )
+    return Trajectory(frame, metadata)
+
+
+def _parse_metadata(path: Path, text: str) -> dict[str, Any]:
+    """The stored metadata: a JSON object whose ``format_version``, if any, is an integer."""
+    damaged = f"{path} has damaged openenv_lab metadata ({_METADATA_KEY!r})"
+    try:
+        metadata = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TrajectoryFormatError(f"{damaged}: not JSON ({exc})") from None
+    if not isinstance(metadata, dict):
+        raise TrajectoryFormatError(f"{damaged}: a JSON {type(metadata).__name__}, not an object")
+    version = metadata.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise TrajectoryFormatError(f"{damaged}: format_version is {version!r}, not an integer")
+    return metadata

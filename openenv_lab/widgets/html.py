@@ -11,11 +11,11 @@ from __future__ import annotations
 import html
 import json
 import os
-import tempfile
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._files import write_text_atomically
 from .renderers import equity_curve_html, renderer_for, step_table
 
 if TYPE_CHECKING:
@@ -137,17 +137,7 @@ def side_by_side(*pages: str) -> str:
 
 
 def write_html(path: str | os.PathLike[str], page: str) -> Path:
-    """Write a page as a complete HTML document, atomically (temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write a page as a complete HTML document, atomically (temporary file, then rename; see
+    `openenv_lab._files.write_atomically` for the file's mode and the errors)."""
     head = '<!doctype html>\n<html><head><meta charset="utf-8"><title>openenv_lab</title></head><body>\n'
-    document = f"{head}{page}\n</body></html>\n"
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(document)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomically(path, f"{head}{page}\n</body></html>\n", what="the page")

@@ -182,6 +182,7 @@ class RewardCurve:
         return f'<img src="data:image/png;base64,{encoded}" alt="{self.title}">'
 
     def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The plot as an ``<img>`` element; with ``path``, also saved there as a page (`write_html`)."""
         page = self._repr_html_()
         if path is not None:
             write_html(path, page)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import stat
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +16,7 @@ from gymnasium.vector import AutoresetMode
 from PIL import Image
 
 import openenv_lab
-from openenv_lab.record import FORMAT_VERSION, TrajectoryFormatError, load_trajectory
+from openenv_lab.record import FORMAT_VERSION, Trajectory, TrajectoryFormatError, load_trajectory
 
 
 def first_legal(obs) -> int:
@@ -209,3 +211,89 @@ def test_summary_and_episode_selection(chess_url):
     assert trajectory.episode(1).frame["episode"].unique().to_list() == [1]
     with pytest.raises(KeyError, match="No episode 7"):
         trajectory.episode(7)
+
+
+@pytest.fixture
+def umask_027():
+    previous = os.umask(0o027)
+    yield
+    os.umask(previous)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file modes")
+def test_saved_files_get_the_usual_mode_and_keep_an_existing_one(tmp_path, umask_027):
+    trajectory = Trajectory(pl.DataFrame(), {"env_id": "x"})  # an empty recording is still written
+    parquet, page = tmp_path / "t.parquet", tmp_path / "t.html"
+    trajectory.save(parquet)
+    trajectory.to_html(page)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (parquet, page)] == [0o640, 0o640]  # not mkstemp's 0o600
+    parquet.chmod(0o644)
+    page.chmod(0o604)
+    trajectory.save(parquet)
+    trajectory.to_html(page)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (parquet, page)] == [0o644, 0o604]
+    assert sorted(os.listdir(tmp_path)) == ["t.html", "t.parquet"]
+
+
+def test_a_path_that_cannot_be_written_is_refused_when_the_recorder_is_made(tmp_path):
+    (tmp_path / "file").write_text("x")
+    env = gym.make("openenv/echo")
+    with pytest.raises(
+        NotADirectoryError,
+        match=re.escape(f"Cannot save the recording to {tmp_path / 'file' / 'sub' / 't.parquet'}: "),
+    ):
+        openenv_lab.RecordTrajectory(env, path=tmp_path / "file" / "sub" / "t.parquet")
+    with pytest.raises(IsADirectoryError, match="it is a directory"):
+        openenv_lab.RecordTrajectory(env, path=tmp_path)
+    env.close()
+    envs = gym.make_vec("openenv/echo", num_envs=1)
+    with pytest.raises(
+        IsADirectoryError, match=re.escape(f"Cannot save the recording to {tmp_path}: it is a directory")
+    ):
+        openenv_lab.RecordVectorTrajectory(envs, path=tmp_path)
+    envs.close()
+
+
+def test_a_failed_autosave_names_the_path_and_keeps_the_rows(tmp_path, chess_url):
+    path = tmp_path / "t.parquet"
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=2), path=path)
+    path.mkdir()  # made after the check: the save at the end of the episode fails
+    with pytest.raises(IsADirectoryError) as failure:
+        play_chess(env, seed=0)
+    message = str(failure.value)
+    assert message.startswith(f"Cannot save the recording to {path}: it is a directory")
+    assert ".tmp" not in message and ".save(path)" in message
+    assert len(env.trajectory) == 2  # the reset and the last step
+    with pytest.raises(
+        IsADirectoryError, match=re.escape(f"Cannot save the recording to {path}: it is a directory")
+    ):
+        env.save(path)
+    env.close()
+    assert os.listdir(tmp_path) == ["t.parquet"] and os.listdir(path) == []
+
+
+def test_an_action_outside_the_space_gets_the_envs_own_error(chess_url):
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=4))
+    obs, _ = env.reset(seed=0)
+    for action in ("e2e4", None, 4672):
+        with pytest.raises(ValueError, match="is not in the action space Discrete"):
+            env.step(action)
+    env.step(first_legal(obs))
+    assert env.trajectory.frame["step"].to_list() == [0, 1]
+    env.close()
+
+
+def test_damaged_trajectory_files_are_refused_at_load(tmp_path):
+    cases = {
+        "{not json": "damaged openenv_lab metadata .*: not JSON",
+        "[1, 2]": "damaged openenv_lab metadata .*: a JSON list, not an object",
+        json.dumps({"format_version": "1"}): "format_version is '1', not an integer",
+        json.dumps({"format_version": FORMAT_VERSION}): "not the columns of a trajectory: env_index, episode",
+    }
+    for number, (stored, problem) in enumerate(cases.items()):
+        path = tmp_path / f"{number}.parquet"
+        pl.DataFrame({"a": [1]}).write_parquet(path, metadata={"openenv_lab.trajectory": stored})
+        with pytest.raises(TrajectoryFormatError, match=f"^{re.escape(str(path))} .*{problem}"):
+            load_trajectory(path)
+    empty = Trajectory(pl.DataFrame(), {}).save(tmp_path / "empty.parquet")  # nothing recorded yet: fine
+    assert load_trajectory(empty).episodes == []

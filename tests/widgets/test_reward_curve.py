@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import stat
 
 import gymnasium as gym
 import numpy as np
@@ -69,6 +71,18 @@ def test_static_html(tmp_path):
     page = curve.to_html(tmp_path / "curve.html")
     assert page.startswith('<img src="data:image/png;base64,')
     assert (tmp_path / "curve.html").read_text().startswith("<!doctype html>")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX file modes")
+def test_static_html_keeps_the_mode_of_the_file_it_replaces(tmp_path):
+    path = tmp_path / "curve.html"
+    path.write_text("old")
+    path.chmod(0o644)
+    curve = RewardCurve()
+    curve.add_episode(1.0, length=3)
+    curve.to_html(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644  # not the 0o600 of a mkstemp file
+    assert path.read_text().startswith("<!doctype html>") and os.listdir(tmp_path) == ["curve.html"]
 
 
 def test_notebooks_keep_the_picture_beside_the_widget():
