@@ -90,7 +90,11 @@ class FinRLAdapter(Adapter):
         reward_scaling: float | None = None,
         turbulence_threshold: float | None = None,
     ) -> None:
-        self.episode_options = {"split": split, "random_start": random_start}
+        if split not in ("train", "trade", "all"):
+            raise ValueError(f"split must be one of train, trade, all, got {split!r}")
+        if not isinstance(random_start, (bool, np.bool_)):
+            raise ValueError(f"random_start must be True or False, got {random_start!r}")
+        self.episode_options = {"split": split, "random_start": bool(random_start)}
         market = {
             "data": os.path.abspath(data) if data is not None else None,
             "trade_start": trade_start,

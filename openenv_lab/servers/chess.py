@@ -306,6 +306,8 @@ def _check_options(opponent: str, agent_color: str, opponent_depth: int, max_mov
 
 
 def _board_from_fen(fen: str | None) -> chess.Board:
+    if fen is not None and not isinstance(fen, str):
+        raise ValueError(f"fen must be a position in FEN (text), got {fen!r}")
     if fen is None:
         return chess.Board()
     try:

@@ -171,3 +171,15 @@ def test_bad_indicators_are_named_at_make():
         gym.make("openenv/finrl", indicators="macd,rsi_30,macd")  # refused before a server starts
     with pytest.raises(openenv_lab.LaunchError, match="cannot compute indicator 'nonsense'"):
         gym.make("openenv/finrl", indicators="macd,nonsense")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"split": "test"}, "split must be one of train, trade, all"),
+        ({"random_start": "yes"}, "True or False"),
+    ],
+)
+def test_episode_options_are_checked_at_make(options, message):
+    with pytest.raises(ValueError, match=message):
+        gym.make("openenv/finrl", launcher="docker", **options)  # refused before any server is started

@@ -135,6 +135,8 @@ def test_bad_reset_options_are_errors_not_silence():
         env.reset(agent_color="green")
     with pytest.raises(ValueError, match="Invalid FEN"):
         env.reset(fen="not a fen")
+    with pytest.raises(ValueError, match=r"fen must be a position in FEN \(text\), got 123"):
+        env.reset(fen=123)
     with pytest.raises(ValueError, match="non-negative"):
         env.reset(seed=-1)
 
