@@ -26,11 +26,12 @@ collect_ignore = ["peers/official_app.py"]  # a server script run in subprocesse
 class PeerServer:
     """An official-framework server in a subprocess; stops when the test session ends."""
 
-    def __init__(self, env: str, max_sessions: int, **environment: str) -> None:
+    def __init__(self, env: str, max_sessions: int, *, quiet: bool = False, **environment: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, str(PEERS / "official_app.py"), env, "--max-sessions", str(max_sessions)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL if quiet else None,
             text=True,
             env={**os.environ, **environment},
         )
@@ -62,7 +63,8 @@ def official_counter() -> Iterator[str]:
 def hanging_counter() -> Iterator[str]:
     """The official-framework counter for tests that stall steps (a ``delta`` of `HANG`): a stalled step
     holds its session's slot for a minute, so these tests get a server of their own with room to spare."""
-    server = PeerServer("counter", max_sessions=12)
+    # quiet: when a stalled step ends, the framework logs a traceback for the client that left meanwhile
+    server = PeerServer("counter", max_sessions=12, quiet=True)
     yield server.url
     server.stop()
 
