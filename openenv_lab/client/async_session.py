@@ -191,11 +191,11 @@ async def exchange(
     """
     outcomes: list[StepResult | Exception | None] = [None] * len(requests)
     sent: list[int] = []
-    waiting = [0]  # the position in `sent` being read, for the timeout's report
+    reading = 0  # the position in `sent` being read, for the timeout's report
 
     async def collect() -> None:
-        for position, k in enumerate(sent):
-            waiting[0] = position
+        nonlocal reading
+        for reading, k in enumerate(sent):  # noqa: B007  # `reading` is read after a timeout
             session = requests[k][0]
             try:
                 data = await session._receive("observation", None)
@@ -216,7 +216,7 @@ async def exchange(
     except (TimeoutError, asyncio.TimeoutError):
         # The first late one did not answer in time; all of them are dropped (they close in the
         # background: `close` on the session waits for that).
-        for k in sent[waiting[0] :]:
+        for k in sent[reading:]:
             session = requests[k][0]
             session._detach()
             outcomes[k] = transport_error(TimeoutError(), session.url, session.timeouts)

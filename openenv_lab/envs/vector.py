@@ -128,6 +128,7 @@ class OpenEnvVectorEnv(VectorEnv):
         **adapter_options: Any,
     ) -> None:
         self._owned_launcher: Launcher | None = None
+        self._closed_because: str | None = None  # why the env closed itself, for later calls' errors
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
         if isinstance(adapter, Adapter):
@@ -402,7 +403,7 @@ class OpenEnvVectorEnv(VectorEnv):
         return self.episodes[i].step_result(result)
 
     def _closed_error(self) -> OpenEnvError:
-        why = getattr(self, "_closed_because", None)
+        why = self._closed_because
         because = f" ({why}: its sessions could no longer be trusted)" if why else ""
         return OpenEnvError(f"This vector environment is closed{because}; make a new one.")
 

@@ -20,6 +20,7 @@ import hashlib
 import json
 import platform
 import time
+import warnings
 from importlib import metadata as package_metadata
 from pathlib import Path
 from typing import Any
@@ -352,17 +353,23 @@ def _unbatch(infos: dict[str, Any], index: int) -> dict[str, Any]:
 def _describe(adapter: Any, action: Any) -> str:
     """``action`` in words (``action_label``), taken before it is sent.
 
-    An action the adapter cannot describe is one the environment will refuse with its own, clearer error
-    ("not in the action space"): it gets a plain ``str`` here and the environment has the last word.
+    An action outside the action space that the adapter cannot describe gets a plain ``str`` here: the
+    environment refuses it next with its own, clearer error ("not in the action space"). A valid action
+    the adapter cannot describe is a bug in the adapter, and raises.
     """
-    try:
-        if adapter is not None:
-            return adapter.describe_action(action)
+    if adapter is None:
         if isinstance(action, np.ndarray):
             return json.dumps(np.round(action.astype(float), 4).tolist())
-    except Exception:  # see the docstring
-        pass
-    return str(action)
+        return str(action)
+    try:
+        return adapter.describe_action(action)
+    except Exception:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gymnasium's note on casting a non-array action
+            valid = adapter.action_space.contains(action)
+        if valid:
+            raise
+        return str(action)
 
 
 def _autosave(wrapper: RecordTrajectory | RecordVectorTrajectory, path: Path) -> None:

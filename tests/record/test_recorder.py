@@ -280,6 +280,13 @@ def test_an_action_outside_the_space_gets_the_envs_own_error(chess_url):
             env.step(action)
     env.step(first_legal(obs))
     assert env.trajectory.frame["step"].to_list() == [0, 1]
+
+    def broken(action):
+        raise RuntimeError("an adapter bug")
+
+    env.unwrapped.adapter.describe_action = broken
+    with pytest.raises(RuntimeError, match="an adapter bug"):  # a valid action: the bug is not hidden
+        env.step(first_legal(obs))
     env.close()
 
 
