@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from openenv_lab.client import Client, Session
+from openenv_lab.client import Client, Keepalive, Session
 from openenv_lab.servers._app import import_openenv_server
 
 OFFICIAL_CHESS_FIELDS = {
@@ -69,6 +69,17 @@ def test_several_sessions_play_at_once(chess_url):
     finally:
         for session in sessions:
             session.close()
+
+
+def test_an_idle_session_is_kept_alive_by_pings(chess_url):
+    # The server answers pings (uvicorn's sans-I/O WebSocket protocol, see servers/_run.py): a session
+    # whose pings went unanswered would be closed by the client after 0.3 s.
+    import time
+
+    with Session(chess_url, keepalive=Keepalive(interval=0.1, timeout=0.3)) as session:
+        session.reset(seed=0, agent_color="white")
+        time.sleep(1.0)
+        assert session.step({"move": "e2e4"}).metadata["opponent_move"]
 
 
 @pytest.mark.slow
