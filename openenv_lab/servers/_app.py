@@ -3,7 +3,8 @@
 The app is exactly what ``openenv.core.env_server.create_app`` builds (the same routes: ``/ws``,
 ``/health``, ``/schema``, ``/metadata``, ``/reset``, ``/step``, ``/state``, ``/mcp``), plus one
 read-only route of ours, ``GET /capacity``, that reports how many sessions are open and allowed, so
-clients can plan vector environments before opening sessions.
+clients can plan vector environments before opening sessions, and ``/ws/batch`` (`_batch.py`), where one
+WebSocket carries many sessions.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def build_app(
 
     from openenv_lab import __version__
 
+    from ._batch import BATCH_ROUTE, register_batch_route, supports_batches
+
     app = FastAPI(
         title=f"openenv_lab {env_name} environment",
         version=__version__,
@@ -79,10 +82,14 @@ def build_app(
         state_cls=state_cls,
     )
     server.register_routes(app, mode=os.environ.get("OPENENV_MODE", "simulation"))
+    extras: dict[str, Any] = {}
+    if supports_batches(server):
+        register_batch_route(app, server, action_cls)
+        extras["batch_route"] = BATCH_ROUTE
 
     @app.get("/capacity", tags=["Health"], summary="Sessions open and allowed")
-    def capacity() -> dict[str, int]:
+    def capacity() -> dict[str, Any]:
         status = server.get_capacity_status()
-        return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions}
+        return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions, **extras}
 
     return app

@@ -1,0 +1,174 @@
+"""``/ws/batch``: many sessions over one WebSocket, for vector environments (an openenv_lab extension).
+
+On OpenEnv's ``/ws`` every session is a connection of its own, so a vector step of N sub-environments costs
+the server N WebSocket messages, and on a cheap environment the per-message work (framework, envelopes,
+WebSocket frames: ~100 us) is most of a step. Here one connection holds ``sessions=N`` sessions and one
+message carries a request for each sub-environment that steps::
+
+    client: {"type": "batch", "data": [{"session": 0, "type": "step", "data": {...}}, ...]}
+    server: {"type": "batch", "data": [<the reply /ws would send for each entry, in order>]}
+
+Each entry is a ``reset``, ``step`` or ``state`` request exactly as ``/ws`` takes it, and each reply is
+what ``/ws`` would answer (an observation, a state, or an error with its code), so the client reads them
+with the same code. A whole-message problem (not JSON, not a batch, an unknown session) is one
+``{"type": "error"}`` reply. The sessions are created through the framework's own session registry, so
+they count against ``max_sessions`` and show in ``GET /capacity``, and they end with the connection.
+``GET /capacity`` names the route (``"batch_route"``), which is how clients find out that a server has it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+from typing import Any
+
+from fastapi import WebSocket, WebSocketDisconnect  # resolved by name: FastAPI reads the annotation
+
+__all__ = ["BATCH_ROUTE", "register_batch_route", "supports_batches"]
+
+BATCH_ROUTE = "/ws/batch"
+
+
+def supports_batches(server: Any) -> bool:
+    """Whether this version of openenv's ``HTTPEnvServer`` has the session registry the route uses."""
+    return all(
+        hasattr(server, name)
+        for name in ("_create_session", "_destroy_session", "_run_in_session_executor", "_get_valid_kwargs")
+    )
+
+
+def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
+    """Add ``/ws/batch`` to ``app``, serving the sessions of openenv's ``server`` (an ``HTTPEnvServer``)."""
+    from openenv.core.env_server.exceptions import SessionCapacityError
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.serialization import deserialize_action, serialize_observation
+    from pydantic import ValidationError
+    from pydantic_core import to_json
+
+    def error(message: str, code: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "error", "data": {"message": message, "code": code, **extra}}
+
+    async def handle(session_id: str, env: Any, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        try:
+            if kind == "step":
+                action = deserialize_action(data, action_cls)
+                if type(env).step_async is not Environment.step_async:
+                    observation = await env.step_async(action)
+                else:
+                    observation = await server._run_in_session_executor(session_id, env.step, action)
+                server._update_session_activity(session_id, increment_step=True)
+                return {"type": "observation", "data": serialize_observation(observation)}
+            if kind == "reset":
+                if type(env).reset_async is not Environment.reset_async:
+                    kwargs = server._get_valid_kwargs(inspect.signature(env.reset_async), data)
+                    observation = await env.reset_async(**kwargs)
+                else:
+                    kwargs = server._get_valid_kwargs(inspect.signature(env.reset), data)
+                    observation = await server._run_in_session_executor(session_id, env.reset, **kwargs)
+                server._update_session_activity(session_id)
+                return {"type": "observation", "data": serialize_observation(observation)}
+            if kind == "state":
+                state = env.state
+                return {"type": "state", "data": state.model_dump() if hasattr(state, "model_dump") else {}}
+            return error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+        except ValidationError as exc:
+            return error(
+                "Invalid message", "VALIDATION_ERROR", errors=json.loads(exc.json(include_url=False))
+            )
+        except Exception as exc:
+            return error(str(exc), "EXECUTION_ERROR")
+
+    async def run(sessions: list[tuple[str, Any]], entries: Any) -> dict[str, Any]:
+        if not isinstance(entries, list):
+            return error('A batch\'s "data" must be a list of requests', "VALIDATION_ERROR")
+        replies: list[Any] = [None] * len(entries)
+        waiting = []  # requests that may leave the event loop (resets, steps in threads): run together
+        for k, entry in enumerate(entries):
+            index = entry.get("session") if isinstance(entry, dict) else None
+            if not isinstance(index, int) or not 0 <= index < len(sessions):
+                return error(
+                    f"Entry {k} of the batch names no session of this connection: {entry!r}"[:300],
+                    "VALIDATION_ERROR",
+                )
+            kind, data = entry.get("type"), entry.get("data") or {}
+            if not isinstance(data, dict):
+                replies[k] = error('"data" must be an object', "VALIDATION_ERROR")
+                continue
+            session_id, env = sessions[index]
+            quick = kind == "state" or (kind == "step" and _inline(env))
+            if quick:  # no suspension: an await here costs what a plain call does
+                replies[k] = await handle(session_id, env, kind, data)
+            else:
+                waiting.append((k, handle(session_id, env, kind, data)))
+        if waiting:
+            done = await asyncio.gather(*(coroutine for _, coroutine in waiting))
+            for (k, _), reply in zip(waiting, done, strict=True):
+                replies[k] = reply
+        return {"type": "batch", "data": replies}
+
+    @app.websocket(BATCH_ROUTE)
+    async def batch_endpoint(websocket: WebSocket) -> None:
+        await websocket.accept()
+        sessions: list[tuple[str, Any]] = []
+        try:
+            try:
+                count = int(websocket.query_params.get("sessions", "1"))
+            except ValueError:
+                count = 0
+            if count < 1:
+                await websocket.send_text(
+                    json.dumps(error("?sessions= must be a positive integer", "VALIDATION_ERROR"))
+                )
+                return
+            try:
+                for _ in range(count):
+                    sessions.append(await server._create_session())
+            except SessionCapacityError as exc:
+                status = server.get_capacity_status()
+                await websocket.send_text(
+                    json.dumps(
+                        error(
+                            f"{count} sessions asked, {count - len(sessions)} more than this server has free "
+                            f"({status.max_sessions} allowed)",
+                            "CAPACITY_REACHED",
+                            active_sessions=exc.active_sessions,
+                            max_sessions=exc.max_sessions,
+                        )
+                    )
+                )
+                return
+            while True:
+                raw = await websocket.receive_text()
+                try:
+                    message = json.loads(raw)
+                except ValueError as exc:
+                    reply = error(f"Invalid JSON: {exc}", "INVALID_JSON")
+                else:
+                    if isinstance(message, dict) and message.get("type") == "close":
+                        break
+                    if not isinstance(message, dict) or message.get("type") != "batch":
+                        reply = error(
+                            'Send {"type": "batch", "data": [...]} or {"type": "close"}', "UNKNOWN_TYPE"
+                        )
+                    else:
+                        reply = await run(sessions, message.get("data"))
+                await websocket.send_text(to_json(reply).decode())
+        except WebSocketDisconnect:
+            pass
+        finally:
+            for session_id, _ in sessions:
+                await server._destroy_session(session_id)
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                await websocket.close()
+
+
+def _inline(env: Any) -> bool:
+    """Whether the env's next step runs on the event loop (our environments' quick steps)."""
+    from openenv.core.env_server.interfaces import Environment
+
+    if type(env).step_async is Environment.step_async:
+        return False  # the framework's default: the session's worker thread
+    step_in_thread = getattr(env, "step_in_thread", None)
+    return not (callable(step_in_thread) and step_in_thread())
