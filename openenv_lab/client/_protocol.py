@@ -19,7 +19,17 @@ from typing import Any
 
 from .errors import CapacityError, ProtocolError, ServerError
 
-__all__ = ["StepResult", "close_frame", "parse_reply", "reset_frame", "state_frame", "step_frame"]
+__all__ = [
+    "StepResult",
+    "batch_frame",
+    "close_frame",
+    "parse_batch",
+    "parse_reply",
+    "reply_data",
+    "reset_frame",
+    "state_frame",
+    "step_frame",
+]
 
 
 def _json_default(value: Any) -> Any:
@@ -79,17 +89,14 @@ def parse_reply(raw: str | bytes, *, expected: str, url: str | None = None) -> d
 
     ``expected`` is ``"observation"`` (reply to reset and step) or ``"state"``.
     """
-    try:
-        message = _loads(raw)
-    except ValueError as exc:
-        raise ProtocolError(
-            f"The server at {url} sent a frame that is not JSON ({exc}); it does not speak the "
-            "OpenEnv protocol.",
-            url=url,
-        ) from None
+    return reply_data(_decode(raw, url), expected=expected, url=url)
+
+
+def reply_data(message: Any, *, expected: str, url: str | None = None) -> dict[str, Any]:
+    """The ``data`` of a decoded reply (a frame, or one entry of a batch), raising the error it carries."""
     if not isinstance(message, dict) or "type" not in message:
         raise ProtocolError(
-            f"The server at {url} sent {_preview(raw)}, not an OpenEnv reply "
+            f"The server at {url} sent {_preview(message)}, not an OpenEnv reply "
             '(expected an object with a "type" field).',
             url=url,
         )
@@ -105,6 +112,37 @@ def parse_reply(raw: str | bytes, *, expected: str, url: str | None = None) -> d
     if not isinstance(data, dict):
         raise ProtocolError(f'The server at {url} sent a "{kind}" frame without data.', url=url)
     return data
+
+
+def batch_frame(entries: list[tuple[int, str, dict[str, Any] | None]]) -> str:
+    """One frame for ``/ws/batch``: a ``(session, "reset"/"step"/"state", data)`` request per entry."""
+    return _dumps(
+        {"type": "batch", "data": [{"session": i, "type": kind, "data": data} for i, kind, data in entries]}
+    )
+
+
+def parse_batch(raw: str | bytes, *, count: int, url: str | None = None) -> list[Any]:
+    """The ``count`` replies of a ``/ws/batch`` frame, in order (each for `reply_data`)."""
+    message = _decode(raw, url)
+    if not isinstance(message, dict) or message.get("type") != "batch":
+        reply_data(message, expected="batch", url=url)  # raises the error it carries, or says what it is
+    replies = message.get("data")
+    if not isinstance(replies, list) or len(replies) != count:
+        raise ProtocolError(
+            f"The server at {url} answered a batch of {count} requests with {_preview(replies)}.", url=url
+        )
+    return replies
+
+
+def _decode(raw: str | bytes, url: str | None) -> Any:
+    try:
+        return _loads(raw)
+    except ValueError as exc:
+        raise ProtocolError(
+            f"The server at {url} sent a frame that is not JSON ({exc}); it does not speak the "
+            "OpenEnv protocol.",
+            url=url,
+        ) from None
 
 
 def parse_observation(data: dict[str, Any], *, url: str | None = None) -> StepResult:

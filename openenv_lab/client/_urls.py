@@ -34,8 +34,8 @@ def http_url(base_url: str) -> str:
     return urlunsplit((scheme, parts.netloc, path, "", ""))
 
 
-def ws_url(base_url: str, query: str = "") -> str:
-    """The WebSocket endpoint (``/ws``) of the server at ``base_url``.
+def ws_url(base_url: str, query: str = "", route: str = "/ws") -> str:
+    """The WebSocket endpoint (``/ws``, or another ``route``) of the server at ``base_url``.
 
     Example:
         >>> ws_url("https://example.org/env")
@@ -43,7 +43,7 @@ def ws_url(base_url: str, query: str = "") -> str:
     """
     parts = urlsplit(http_url(base_url))
     scheme = "wss" if parts.scheme == "https" else "ws"
-    return urlunsplit((scheme, parts.netloc, parts.path + "/ws", query, ""))
+    return urlunsplit((scheme, parts.netloc, parts.path + route, query, ""))
 
 
 def is_loopback(base_url: str) -> bool:

@@ -131,3 +131,21 @@ class NotOpenEnvServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class SilentBatchServer(_ThreadedWebSocketServer):
+    """A batch route that answers the first batch (the channel's opening state requests) with a state per
+    entry, then nothing; or, with ``short=True``, answers every later batch with one reply too few."""
+
+    def __init__(self, short: bool = False) -> None:
+        super().__init__()
+        self.short = short
+
+    async def handler(self, ws: Any) -> None:
+        first = True
+        async for raw in ws:
+            entries = json.loads(raw).get("data") or []
+            if first or self.short:
+                state = {"type": "state", "data": {"episode_id": None, "step_count": 0}}
+                await ws.send(json.dumps({"type": "batch", "data": [state] * (len(entries) - (not first))}))
+                first = False

@@ -1,0 +1,240 @@
+"""Many sessions over one WebSocket (``/ws/batch`` on openenv_lab's servers), for vector environments.
+
+On OpenEnv's ``/ws`` each session is a connection, and a vector step of N sub-environments costs N
+messages each way; the server's per-message work then bounds the throughput. Our servers also offer
+``/ws/batch`` (announced by ``GET /capacity``), where one connection holds N sessions and one message
+carries a request for each (see ``openenv_lab/servers/_batch.py`` for the format). A `Channel` is such
+a connection; its `BatchedSession`\\ s stand in for `AsyncSession`\\ s, and `exchange` sends one frame
+per channel for all of its sessions' requests.
+
+Replies come back in the order the frames went out, so several batches may be in flight on one channel
+(``send``/``recv``); a reader task hands each reply to the batch that waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from . import _protocol
+from ._config import Keepalive, Timeouts
+from ._protocol import StepResult
+from ._urls import http_url, ws_url
+from .errors import ProtocolError, SessionClosed
+from .session import connect_error, connect_options, transport_error
+
+__all__ = ["BatchedSession", "Channel"]
+
+
+async def _within(awaitable: Any, seconds: float) -> Any:
+    """``await`` with a deadline; ``asyncio.timeout`` (3.11+) avoids the extra task ``wait_for`` makes."""
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
+
+
+class Channel:
+    """One WebSocket to a server's batch route, holding ``size`` sessions. Open it with `Channel.open`.
+
+    Example:
+        >>> import asyncio
+        >>> from openenv_lab.client.batch import Channel
+        >>> async def two_resets(url):
+        ...     channel = await Channel.open(url, "/ws/batch", 2)
+        ...     try:
+        ...         replies = await channel.request([(0, "reset", {"seed": 0}), (1, "reset", {"seed": 1})])
+        ...         return [reply["type"] for reply in replies]
+        ...     finally:
+        ...         await channel.close()
+        >>> asyncio.run(two_resets(url))                                 # doctest: +SKIP
+        ['observation', 'observation']
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        route: str,
+        size: int,
+        *,
+        timeouts: Timeouts | float | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+        compression: str | None = None,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"A channel holds at least one session, got {size}")
+        self.base_url = http_url(base_url)
+        self.url = ws_url(self.base_url, query=f"sessions={size}", route=route)
+        self.timeouts = Timeouts.of(timeouts)
+        self._options = connect_options(
+            self.base_url, self.timeouts, keepalive or Keepalive(), headers, compression
+        )
+        self.sessions = [BatchedSession(self, i) for i in range(size)]
+        self._ws: ClientConnection | None = None
+        self._pending: collections.deque[tuple[asyncio.Future[list[Any]], int]] = collections.deque()
+        self._reader: asyncio.Task[None] | None = None
+        self._closing: asyncio.Task[None] | None = None
+        self._failure: Exception | None = None  # why the connection ended, for later requests
+
+    @classmethod
+    async def open(cls, base_url: str, route: str, size: int, **options: Any) -> Channel:
+        """Connect and ask every session for its state once (capacity and protocol errors surface here)."""
+        channel = cls(base_url, route, size, **options)
+        try:
+            channel._ws = await connect(channel.url, **channel._options)
+        except Exception as exc:
+            raise connect_error(exc, channel.base_url, channel.url, channel.timeouts) from None
+        channel._reader = asyncio.get_running_loop().create_task(channel._read())
+        try:
+            replies = await channel.request([(i, "state", None) for i in range(size)])
+            for reply in replies:
+                _protocol.reply_data(reply, expected="state", url=channel.url)
+        except BaseException:
+            await channel.close()
+            raise
+        return channel
+
+    @property
+    def closed(self) -> bool:
+        return self._ws is None
+
+    async def request(self, entries: list[tuple[int, str, dict[str, Any] | None]]) -> list[Any]:
+        """Send one batch of ``(session, kind, data)`` requests and return their replies, within
+        ``timeouts.request`` (after which the channel is closed: a late reply could be taken for the next)."""
+        future = await self.submit(entries)
+        try:
+            return await _within(future, self.timeouts.request)
+        except (TimeoutError, asyncio.TimeoutError):
+            self.detach()
+            raise transport_error(TimeoutError(), self.url, self.timeouts) from None
+        except asyncio.CancelledError:
+            self.detach()
+            raise
+
+    async def submit(
+        self, entries: list[tuple[int, str, dict[str, Any] | None]]
+    ) -> asyncio.Future[list[Any]]:
+        """Send one batch and return the future of its replies (one per entry, for `_protocol.reply_data`)."""
+        ws = self._ws
+        if ws is None:
+            raise self._closed_error()
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._pending.append((future, len(entries)))
+        with contextlib.suppress(ConnectionClosed):  # the reader reports why the connection ended
+            await ws.send(_protocol.batch_frame(entries))
+        return future
+
+    async def close(self) -> None:
+        """End every session of the channel and free their slots. Safe to call more than once."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed, OSError):
+                await ws.send(_protocol.close_frame())
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(), self.timeouts.close)
+        self._fail(SessionClosed(f"The sessions with {self.url} are closed; open new ones.", url=self.url))
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            with contextlib.suppress(Exception):
+                await closing
+
+    def detach(self) -> None:
+        """Drop the connection now (it closes in the background; `close` waits for that): for a batch
+        that timed out or was cancelled while its replies were on their way."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            self._closing = asyncio.get_running_loop().create_task(self._close_within(ws))
+        self._fail(SessionClosed(f"The sessions with {self.url} were dropped; open new ones.", url=self.url))
+
+    async def _close_within(self, ws: ClientConnection) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(), self.timeouts.close)
+
+    async def _read(self) -> None:
+        ws = self._ws
+        assert ws is not None
+        try:
+            while True:
+                raw = await ws.recv()
+                if not self._pending:
+                    raise ProtocolError(f"The server at {self.url} sent a reply nobody asked for")
+                future, count = self._pending.popleft()
+                if future.done():  # its batch was given up: the channel is being dropped anyway
+                    continue
+                try:
+                    future.set_result(_protocol.parse_batch(raw, count=count, url=self.url))
+                except Exception as exc:  # the whole batch was refused (or garbled): no reply can be trusted
+                    future.set_exception(exc)
+                    raise
+        except ConnectionClosed as exc:
+            self._ws = None
+            self._fail(transport_error(exc, self.url, self.timeouts))
+        except Exception as exc:
+            self.detach()
+            self._fail(exc)
+
+    def _fail(self, error: Exception) -> None:
+        """Fail every batch still waiting with ``error``; later requests are refused with it too."""
+        if self._failure is None:
+            self._failure = error
+        while self._pending:
+            future, _ = self._pending.popleft()
+            if not future.done():
+                future.set_exception(error)
+
+    def _closed_error(self) -> Exception:
+        return self._failure or SessionClosed(f"The sessions with {self.url} are closed.", url=self.url)
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.url} {len(self.sessions)} sessions {'closed' if self.closed else 'open'}>"
+
+
+class BatchedSession:
+    """Session ``index`` of a `Channel`: `AsyncSession`'s ``reset``/``step``/``state``/``close``, over the
+    channel's connection. Closing one closes the whole channel (its sessions end together)."""
+
+    def __init__(self, channel: Channel, index: int) -> None:
+        self.channel = channel
+        self.index = index
+        self.base_url = channel.base_url
+        self.url = channel.url
+        self.timeouts = channel.timeouts
+
+    @property
+    def closed(self) -> bool:
+        return self.channel.closed
+
+    async def reset(self, **kwargs: Any) -> StepResult:
+        return await self._observation("reset", kwargs)
+
+    async def step(self, action: dict[str, Any]) -> StepResult:
+        return await self._observation("step", action)
+
+    async def state(self) -> dict[str, Any]:
+        (reply,) = await self.channel.request([(self.index, "state", None)])
+        return _protocol.reply_data(reply, expected="state", url=self.url)
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    async def _observation(self, kind: str, data: dict[str, Any]) -> StepResult:
+        (reply,) = await self.channel.request([(self.index, kind, data)])
+        return read_observation(reply, self.url)
+
+    def __repr__(self) -> str:
+        return f"<BatchedSession {self.index} of {self.channel!r}>"
+
+
+def read_observation(reply: Any, url: str) -> StepResult:
+    """One entry of a batch's replies as a `StepResult` (or the error it carries, raised)."""
+    return _protocol.parse_observation(_protocol.reply_data(reply, expected="observation", url=url), url=url)

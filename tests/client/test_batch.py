@@ -1,0 +1,150 @@
+"""`Channel` and `BatchedSession`: many sessions over one WebSocket (``/ws/batch``), against real servers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from openenv_lab.client import (
+    CapacityError,
+    Client,
+    ProtocolError,
+    ServerError,
+    SessionClosed,
+    Timeout,
+    Timeouts,
+)
+from openenv_lab.client.async_session import AsyncSession, exchange
+from openenv_lab.client.batch import Channel
+from openenv_lab.launch import EmbeddedServer
+from tests.peers.raw_servers import SilentBatchServer
+
+
+@pytest.fixture(scope="module")
+def echo():
+    with EmbeddedServer("echo", max_sessions=6) as server:
+        assert server.base_url is not None
+        yield server.base_url
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def test_batched_sessions_play_like_sessions(echo):
+    async def play():
+        channel = await Channel.open(echo, "/ws/batch", 2)
+        a, b = channel.sessions
+        try:
+            first = await a.reset(seed=3)
+            await b.reset()
+            stepped = await b.step({"message": "four"})
+            state = await b.state()
+            with pytest.raises(ServerError, match="VALIDATION_ERROR"):
+                await a.step({"nope": 1})
+            again = await a.step({"message": "ok"})  # a refused action leaves the session open
+            return first, stepped, state, again
+        finally:
+            await channel.close()
+
+    first, stepped, state, again = run(play())
+    assert first.metadata == {"seed": 3}
+    assert stepped.observation["message_length"] == 4 and stepped.reward == pytest.approx(0.4)
+    assert state["step_count"] == 1
+    assert again.observation["echoed_message"] == "ok"
+    with Client(echo) as client:
+        assert client.capacity()["active_sessions"] == 0
+
+
+def test_exchange_sends_one_frame_per_channel_beside_plain_sessions(echo):
+    async def play():
+        channel = await Channel.open(echo, "/ws/batch", 3)
+        plain = await AsyncSession.open(echo)
+        sent = []
+        original = channel.submit
+
+        async def counting(entries):
+            sent.append(len(entries))
+            return await original(entries)
+
+        channel.submit = counting  # type: ignore[method-assign]
+        try:
+            sessions = [*channel.sessions, plain]
+            await exchange([(s, "reset", {}) for s in sessions], 10)
+            steps = [(s, "step", {"message": "x" * (k + 1)}) for k, s in enumerate(sessions)]
+            return sent, await exchange(steps, 10)
+        finally:
+            await plain.close()
+            await channel.close()
+
+    sent, outcomes = run(play())
+    assert sent == [3, 3]  # one frame for the channel's three sessions, per exchange
+    assert [o.observation["message_length"] for o in outcomes] == [1, 2, 3, 4]
+
+
+def test_opening_more_sessions_than_the_server_has_is_a_capacity_error(echo):
+    async def attempt():
+        await Channel.open(echo, "/ws/batch", 7)
+
+    with pytest.raises(CapacityError, match="is full"):
+        run(attempt())
+    with Client(echo) as client:
+        assert client.capacity()["active_sessions"] == 0
+
+
+def test_a_silent_server_times_out_and_closes_the_channel():
+    async def attempt():
+        channel = await Channel.open(server.url, "/ws/batch", 2, timeouts=Timeouts(request=0.3, close=0.5))
+        with pytest.raises(Timeout, match=r"did not reply within 0\.3 s"):
+            await channel.sessions[0].step({})
+        assert channel.closed
+        with pytest.raises(SessionClosed):
+            await channel.sessions[1].step({})
+        outcomes = await exchange([(channel.sessions[1], "step", {})], 1)
+        await channel.close()
+        return outcomes
+
+    with SilentBatchServer() as server:
+        (outcome,) = run(attempt())
+    assert isinstance(outcome, SessionClosed)
+
+
+def test_exchange_times_out_a_silent_channel_and_drops_it():
+    async def attempt():
+        channel = await Channel.open(server.url, "/ws/batch", 2, timeouts=Timeouts(request=5, close=0.5))
+        outcomes = await exchange([(s, "step", {}) for s in channel.sessions], 0.3)
+        closed = channel.closed
+        await channel.close()
+        return outcomes, closed
+
+    with SilentBatchServer() as server:
+        outcomes, closed = run(attempt())
+    assert all(isinstance(o, Timeout) for o in outcomes) and closed
+
+
+def test_a_reply_with_the_wrong_number_of_entries_is_a_protocol_error():
+    async def attempt():
+        channel = await Channel.open(server.url, "/ws/batch", 2, timeouts=Timeouts(request=2, close=0.5))
+        try:
+            with pytest.raises(ProtocolError, match="answered a batch of 2 requests"):
+                await channel.request([(0, "state", None), (1, "state", None)])
+            return channel.closed
+        finally:
+            await channel.close()
+
+    with SilentBatchServer(short=True) as server:
+        assert run(attempt())
+
+
+def test_a_server_that_dies_fails_the_waiting_batch():
+    async def attempt(url):
+        channel = await Channel.open(url, "/ws/batch", 2, timeouts=Timeouts(request=10, close=0.5))
+        await channel.sessions[0].reset()
+        server.stop()
+        with pytest.raises(SessionClosed, match="closed during the session"):
+            await channel.sessions[0].step({"message": "x"})
+        await channel.close()
+
+    server = EmbeddedServer("echo")
+    run(attempt(server.start()))
