@@ -15,6 +15,8 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_lab
 from openenv_lab.client import CapacityError, ConnectError, OpenEnvError, SessionClosed, Timeout
+from openenv_lab.client.async_session import AsyncSession
+from openenv_lab.client.batch import BatchedSession
 from openenv_lab.envs import OpenEnvVectorEnv
 from openenv_lab.launch import EmbeddedServer
 from tests.conftest import HANG
@@ -26,10 +28,11 @@ def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
     return np.array([rng.choice(np.flatnonzero(mask)) if mask.any() else 0 for mask in obs["action_mask"]])
 
 
+@pytest.mark.parametrize("multiplex", [True, False], ids=["one-connection", "connection-per-session"])
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode):
+def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode, multiplex):
     options = {"opponent": "greedy", "max_moves": 12}  # short games: several autoresets
-    ours = gym.make_vec("openenv/chess", num_envs=3, autoreset_mode=mode, **options)
+    ours = gym.make_vec("openenv/chess", num_envs=3, autoreset_mode=mode, multiplex=multiplex, **options)
     reference = SyncVectorEnv(
         [lambda: gym.make("openenv/chess", **options) for _ in range(3)], autoreset_mode=mode
     )
@@ -52,6 +55,23 @@ def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode):
     assert ended >= 3  # the autoreset paths were exercised
     ours.close()
     reference.close()
+
+
+def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official_counter):
+    envs = gym.make_vec("openenv/chess", num_envs=3, base_url=chess_url)
+    channels = {id(session.channel) for session in envs._sessions}
+    assert len(channels) == 1 and all(isinstance(s, BatchedSession) for s in envs._sessions)
+    assert openenv_lab.Client(chess_url).capacity()["active_sessions"] == 3
+    envs.close()
+    assert openenv_lab.Client(chess_url).capacity()["active_sessions"] == 0
+    plain = gym.make_vec("openenv/chess", num_envs=2, base_url=chess_url, multiplex=False)
+    assert all(isinstance(s, AsyncSession) for s in plain._sessions)
+    plain.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the counter does not confirm seeds
+        official = gym.make_vec("openenv/remote", num_envs=2, base_url=official_counter)  # no /ws/batch
+    assert all(isinstance(s, AsyncSession) for s in official._sessions)
+    official.close()
 
 
 def test_reset_mask_resets_only_the_chosen(chess_url):
