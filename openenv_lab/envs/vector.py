@@ -25,7 +25,7 @@ import concurrent.futures
 import contextlib
 import queue
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from copy import deepcopy
 from typing import Any, TypeVar
 
@@ -55,6 +55,9 @@ __all__ = ["OpenEnvVectorEnv"]
 
 T = TypeVar("T")
 
+#: From this many sub-environments on, a step goes out in two halves (see `OpenEnvVectorEnv.step`).
+_HALVES_FROM = 8
+
 
 class _LoopThread:
     """An asyncio event loop running in a daemon thread; `run` waits for a coroutine from any thread."""
@@ -70,7 +73,13 @@ class _LoopThread:
         self._thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return self.wait(self.submit(coroutine), timeout)
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    @staticmethod
+    def wait(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
         try:
             return future.result(timeout)
         except BaseException:
@@ -234,26 +243,28 @@ class OpenEnvVectorEnv(VectorEnv):
         """Step every sub-environment at once (in NEXT_STEP mode, those that just ended reset instead)."""
         self._check_nothing_in_flight("step")
         requests = self._requests(range(self.num_envs), actions, self.action_space, "step")
-        results = self._exchange(requests)
 
         infos: dict[str, Any] = {}
         finished: dict[int, dict[str, Any]] = {}
-        for i in range(self.num_envs):
-            (
-                self._env_obs[i],
-                self._rewards[i],
-                self._terminations[i],
-                self._truncations[i],
-                info,
-            ) = self._result(i, requests[i][0], results[i])
-            if (
-                requests[i][0] == "step"
-                and self.autoreset_mode == AutoresetMode.SAME_STEP
-                and (self._terminations[i] or self._truncations[i])
-            ):
-                finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
-                continue
-            infos = self._add_info(infos, info, i)
+        # Two halves in flight at once: this thread decodes the first while the servers step the second.
+        halves = 2 if self.num_envs >= _HALVES_FROM else 1
+        for results in self._exchange_in_groups(requests, halves):
+            for i, result in results.items():
+                (
+                    self._env_obs[i],
+                    self._rewards[i],
+                    self._terminations[i],
+                    self._truncations[i],
+                    info,
+                ) = self._result(i, requests[i][0], result)
+                if (
+                    requests[i][0] == "step"
+                    and self.autoreset_mode == AutoresetMode.SAME_STEP
+                    and (self._terminations[i] or self._truncations[i])
+                ):
+                    finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
+                    continue
+                infos = self._add_info(infos, info, i)
         if finished:  # SAME_STEP: reset the finished ones now, all at once
             resets = {i: ("reset", self.episodes[i].reset_request(None, None)) for i in finished}
             reset_results = self._exchange(resets)
@@ -601,28 +612,53 @@ class OpenEnvVectorEnv(VectorEnv):
 
     def _exchange(self, requests: dict[int, tuple[str, dict[str, Any]]]) -> dict[int, StepResult]:
         """Send every request at once and wait for all replies; on any failure close everything and raise."""
+        results: dict[int, StepResult] = {}
+        for group in self._exchange_in_groups(requests, 1):
+            results.update(group)
+        return results
+
+    def _exchange_in_groups(
+        self, requests: dict[int, tuple[str, dict[str, Any]]], groups: int
+    ) -> Iterator[dict[int, StepResult]]:
+        """The replies to ``requests``, cut in ``groups`` consecutive groups, each yielded once it is in.
+
+        Every group is sent at once, so the caller decodes one group's replies while the servers work on
+        the next (a step's two halves overlap client and server work: `step`). On any failure every
+        session is closed and the error raised, naming the sub-environment and its server.
+        """
         if self._loop is None or not self._sessions:
             raise self._closed_error()
-
-        sessions = self._sessions
-        batch = [(sessions[i], kind, payload) for i, (kind, payload) in requests.items()]
+        keys = list(requests)
+        size = -(-len(keys) // max(1, groups))
+        parts = [keys[start : start + size] for start in range(0, len(keys), size)]
+        sessions, loop = self._sessions, self._loop
         budget = self.timeouts.request + 5.0  # exchange() keeps to timeouts.request by itself
-        try:
-            outcomes = self._loop.run(exchange(batch, self.timeouts.request), timeout=budget)
-        except BaseException as exc:  # interrupted (Ctrl+C), or the loop thread is stuck
-            self._closed_because = f"a step was interrupted ({type(exc).__name__})"
-            self.close()
-            if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
-                raise Timeout(
-                    f"No reply from the servers within {budget:g} s; closed every session"
-                ) from None
-            raise
-        for i, outcome in zip(requests, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                _name_sub_environment(outcome, i, self._sessions[i].base_url)
+        futures = [
+            loop.submit(exchange([(sessions[i], *requests[i]) for i in part], self.timeouts.request))
+            for part in parts
+        ]
+        for n, (part, future) in enumerate(zip(parts, futures, strict=True)):
+            try:
+                outcomes = loop.wait(future, budget)
+            except BaseException as exc:  # interrupted (Ctrl+C), or the loop thread is stuck
+                for later in futures[n:]:
+                    later.cancel()  # stop the requests in flight too
+                self._closed_because = f"a step was interrupted ({type(exc).__name__})"
                 self.close()
-                raise outcome
-        return dict(zip(requests, outcomes, strict=True))
+                if isinstance(exc, (TimeoutError, concurrent.futures.TimeoutError)):
+                    raise Timeout(
+                        f"No reply from the servers within {budget:g} s; closed every session"
+                    ) from None
+                raise
+            for i, outcome in zip(part, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    _name_sub_environment(outcome, i, sessions[i].base_url)
+                    for later in futures[n + 1 :]:
+                        with contextlib.suppress(BaseException):
+                            loop.wait(later, budget)  # their replies are read before the sessions close
+                    self.close()
+                    raise outcome
+            yield dict(zip(part, outcomes, strict=True))
 
     @staticmethod
     async def _close_all(sessions: Sequence[AsyncSession | BatchedSession]) -> None:
