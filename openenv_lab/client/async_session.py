@@ -240,11 +240,13 @@ async def exchange(
             assert isinstance(session, AsyncSession)
             session._detach()
             outcomes[k] = transport_error(TimeoutError(), session.url, session.timeouts)
-        for channel, positions, _ in batches:
+        for channel, positions, future in batches:
             if outcomes[positions[0]] is None:  # its replies had not come (the timeout cancelled the wait)
                 channel.detach()
                 for k in positions:
                     outcomes[k] = transport_error(TimeoutError(), channel.url, channel.timeouts)
+            if future.done() and not future.cancelled():
+                future.exception()  # read: a batch failed by the drop is reported above, not logged
     except BaseException:  # cancelled (the caller was interrupted): no reply on its way can be trusted
         for k, (session, _, _) in enumerate(requests):
             if outcomes[k] is None:

@@ -124,10 +124,11 @@ class Channel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
+        frame = _protocol.batch_frame(entries)  # first: an action that cannot be sent leaves no reply slot
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._pending.append((future, len(entries)))
         with contextlib.suppress(ConnectionClosed):  # the reader reports why the connection ended
-            await ws.send(_protocol.batch_frame(entries))
+            await ws.send(frame)
         return future
 
     async def close(self) -> None:
@@ -141,8 +142,7 @@ class Channel:
         self._fail(SessionClosed(f"The sessions with {self.url} are closed; open new ones.", url=self.url))
         if self._reader is not None:
             self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
+            await asyncio.wait([self._reader])  # its end, not its exception (a cancel of close() counts)
         closing, self._closing = self._closing, None
         if closing is not None:
             with contextlib.suppress(Exception):
@@ -180,8 +180,8 @@ class Channel:
             self._ws = None
             self._fail(transport_error(exc, self.url, self.timeouts))
         except Exception as exc:
+            self._fail(exc)  # first, so that waiting batches and later requests learn what went wrong
             self.detach()
-            self._fail(exc)
 
     def _fail(self, error: Exception) -> None:
         """Fail every batch still waiting with ``error``; later requests are refused with it too."""

@@ -1,8 +1,10 @@
 """`OpenEnvVectorEnv`: N OpenEnv sessions as one ``gymnasium.vector.VectorEnv``, stepped concurrently.
 
-``gym.make_vec("openenv/chess", num_envs=16)`` opens 16 WebSocket sessions and drives them from one
-asyncio event loop in a background thread: a step sends all 16 requests and waits for the 16 replies,
-so the round trips overlap instead of adding up. No subprocesses and no pickling, so it works in Jupyter
+``gym.make_vec("openenv/chess", num_envs=16)`` opens 16 sessions and drives them from one asyncio event
+loop in a background thread: a step sends all 16 requests and waits for the 16 replies, so the round
+trips overlap instead of adding up. On servers that offer it (ours: ``/ws/batch``) the sessions share one
+WebSocket and a step is one message each way; elsewhere each session has its own connection. No
+subprocesses and no pickling, so it works in Jupyter
 and on macOS/Windows (``spawn``), where gymnasium's ``AsyncVectorEnv`` re-imports everything per worker.
 
 Behaviour is exactly ``gymnasium.vector.SyncVectorEnv``'s over the same single environments (tested):
@@ -248,23 +250,24 @@ class OpenEnvVectorEnv(VectorEnv):
         finished: dict[int, dict[str, Any]] = {}
         # Two halves in flight at once: this thread decodes the first while the servers step the second.
         halves = 2 if self.num_envs >= _HALVES_FROM else 1
-        for results in self._exchange_in_groups(requests, halves):
-            for i, result in results.items():
-                (
-                    self._env_obs[i],
-                    self._rewards[i],
-                    self._terminations[i],
-                    self._truncations[i],
-                    info,
-                ) = self._result(i, requests[i][0], result)
-                if (
-                    requests[i][0] == "step"
-                    and self.autoreset_mode == AutoresetMode.SAME_STEP
-                    and (self._terminations[i] or self._truncations[i])
-                ):
-                    finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
-                    continue
-                infos = self._add_info(infos, info, i)
+        with contextlib.closing(self._exchange_in_groups(requests, halves)) as groups:
+            for results in groups:
+                for i, result in results.items():
+                    (
+                        self._env_obs[i],
+                        self._rewards[i],
+                        self._terminations[i],
+                        self._truncations[i],
+                        info,
+                    ) = self._result(i, requests[i][0], result)
+                    if (
+                        requests[i][0] == "step"
+                        and self.autoreset_mode == AutoresetMode.SAME_STEP
+                        and (self._terminations[i] or self._truncations[i])
+                    ):
+                        finished[i] = {"final_obs": self._env_obs[i], "final_info": info}
+                        continue
+                    infos = self._add_info(infos, info, i)
         if finished:  # SAME_STEP: reset the finished ones now, all at once
             resets = {i: ("reset", self.episodes[i].reset_request(None, None)) for i in finished}
             reset_results = self._exchange(resets)
@@ -291,6 +294,9 @@ class OpenEnvVectorEnv(VectorEnv):
         background loop while the caller works; `recv` collects whichever finished first (EnvPool's
         asynchronous mode), so a slow environment no longer holds back the batch. Autoreset is
         NEXT_STEP: a sub-environment whose episode ended resets on its next ``send``, whatever the action.
+        The sub-environments of one ``send`` that share a server's connection (``multiplex``) travel in
+        one message and finish together; make the env with ``multiplex=False`` when steps on one server
+        take very different times.
 
         Example:
             >>> import gymnasium as gym, openenv_lab
@@ -629,6 +635,8 @@ class OpenEnvVectorEnv(VectorEnv):
         if self._loop is None or not self._sessions:
             raise self._closed_error()
         keys = list(requests)
+        if not keys:  # e.g. a reset_mask that chooses none
+            return
         size = -(-len(keys) // max(1, groups))
         parts = [keys[start : start + size] for start in range(0, len(keys), size)]
         sessions, loop = self._sessions, self._loop
@@ -658,7 +666,15 @@ class OpenEnvVectorEnv(VectorEnv):
                             loop.wait(later, budget)  # their replies are read before the sessions close
                     self.close()
                     raise outcome
-            yield dict(zip(part, outcomes, strict=True))
+            try:
+                yield dict(zip(part, outcomes, strict=True))
+            except GeneratorExit:  # the caller stopped (an error, Ctrl+C) with replies still on their way
+                if n + 1 < len(futures):
+                    for later in futures[n + 1 :]:
+                        later.cancel()
+                    self._closed_because = "a step was interrupted while its replies were decoded"
+                    self.close()
+                raise
 
     @staticmethod
     async def _close_all(sessions: Sequence[AsyncSession | BatchedSession]) -> None:

@@ -8,12 +8,14 @@ message carries a request for each sub-environment that steps::
     client: {"type": "batch", "data": [{"session": 0, "type": "step", "data": {...}}, ...]}
     server: {"type": "batch", "data": [<the reply /ws would send for each entry, in order>]}
 
-Each entry is a ``reset``, ``step`` or ``state`` request exactly as ``/ws`` takes it, and each reply is
-what ``/ws`` would answer (an observation, a state, or an error with its code), so the client reads them
-with the same code. A whole-message problem (not JSON, not a batch, an unknown session) is one
-``{"type": "error"}`` reply. The sessions are created through the framework's own session registry, so
-they count against ``max_sessions`` and show in ``GET /capacity``, and they end with the connection.
-``GET /capacity`` names the route (``"batch_route"``), which is how clients find out that a server has it.
+Each entry is a ``reset``, ``step`` or ``state`` request exactly as ``/ws`` takes it, for a session of
+the connection (at most one entry per session), and each reply is what ``/ws`` would answer (an
+observation, a state, or an error with its code), so the client reads them with the same code. A problem
+with the message as a whole (not JSON, not a batch, an unknown or repeated session) is one
+``{"type": "error"}`` reply, sent before any entry runs. The sessions are created through the framework's
+own session registry, so they count against ``max_sessions`` and show in ``GET /capacity``, and they end
+with the connection. ``GET /capacity`` names the route (``"batch_route"``): that is how clients find out
+that a server has it.
 """
 
 from __future__ import annotations
@@ -35,13 +37,20 @@ def supports_batches(server: Any) -> bool:
     """Whether this version of openenv's ``HTTPEnvServer`` has the session registry the route uses."""
     return all(
         hasattr(server, name)
-        for name in ("_create_session", "_destroy_session", "_run_in_session_executor", "_get_valid_kwargs")
+        for name in (
+            "_create_session",
+            "_destroy_session",
+            "_run_in_session_executor",
+            "_get_valid_kwargs",
+            "_update_session_activity",
+            "get_capacity_status",
+        )
     )
 
 
 def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
     """Add ``/ws/batch`` to ``app``, serving the sessions of openenv's ``server`` (an ``HTTPEnvServer``)."""
-    from openenv.core.env_server.exceptions import SessionCapacityError
+    from openenv.core.env_server.exceptions import EnvironmentFactoryError, SessionCapacityError
     from openenv.core.env_server.interfaces import Environment
     from openenv.core.env_server.serialization import deserialize_action, serialize_observation
     from pydantic import ValidationError
@@ -50,7 +59,11 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
     def error(message: str, code: str, **extra: Any) -> dict[str, Any]:
         return {"type": "error", "data": {"message": message, "code": code, **extra}}
 
-    async def handle(session_id: str, env: Any, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    async def handle(session_id: str, env: Any, kind: str, data: Any) -> str:
+        """One entry's reply, serialised: what ``/ws`` would send for this request."""
+        if not isinstance(data, dict) or (kind == "step" and not data):
+            problem = 'The request needs a "data" object (the action, for a step)'
+            return to_json(error(problem, "VALIDATION_ERROR")).decode()
         try:
             if kind == "step":
                 action = deserialize_action(data, action_cls)
@@ -59,8 +72,8 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 else:
                     observation = await server._run_in_session_executor(session_id, env.step, action)
                 server._update_session_activity(session_id, increment_step=True)
-                return {"type": "observation", "data": serialize_observation(observation)}
-            if kind == "reset":
+                reply = {"type": "observation", "data": serialize_observation(observation)}
+            elif kind == "reset":
                 if type(env).reset_async is not Environment.reset_async:
                     kwargs = server._get_valid_kwargs(inspect.signature(env.reset_async), data)
                     observation = await env.reset_async(**kwargs)
@@ -68,45 +81,49 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                     kwargs = server._get_valid_kwargs(inspect.signature(env.reset), data)
                     observation = await server._run_in_session_executor(session_id, env.reset, **kwargs)
                 server._update_session_activity(session_id)
-                return {"type": "observation", "data": serialize_observation(observation)}
-            if kind == "state":
+                reply = {"type": "observation", "data": serialize_observation(observation)}
+            elif kind == "state":
                 state = env.state
-                return {"type": "state", "data": state.model_dump() if hasattr(state, "model_dump") else {}}
-            return error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+                reply = {"type": "state", "data": state.model_dump() if hasattr(state, "model_dump") else {}}
+            else:
+                reply = error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
+            return to_json(reply).decode()
         except ValidationError as exc:
-            return error(
-                "Invalid message", "VALIDATION_ERROR", errors=json.loads(exc.json(include_url=False))
-            )
+            errors = json.loads(exc.json(include_url=False))
+            return to_json(error("Invalid message", "VALIDATION_ERROR", errors=errors)).decode()
         except Exception as exc:
-            return error(str(exc), "EXECUTION_ERROR")
+            return to_json(error(str(exc), "EXECUTION_ERROR")).decode()
 
-    async def run(sessions: list[tuple[str, Any]], entries: Any) -> dict[str, Any]:
+    def check(sessions: list[tuple[str, Any]], entries: Any) -> str | None:
+        """What is wrong with a batch as a whole (checked before any of it runs), or None."""
         if not isinstance(entries, list):
-            return error('A batch\'s "data" must be a list of requests', "VALIDATION_ERROR")
-        replies: list[Any] = [None] * len(entries)
-        waiting = []  # requests that may leave the event loop (resets, steps in threads): run together
+            return 'A batch\'s "data" must be a list of requests'
+        seen = set()
         for k, entry in enumerate(entries):
             index = entry.get("session") if isinstance(entry, dict) else None
             if not isinstance(index, int) or not 0 <= index < len(sessions):
-                return error(
-                    f"Entry {k} of the batch names no session of this connection: {entry!r}"[:300],
-                    "VALIDATION_ERROR",
-                )
-            kind, data = entry.get("type"), entry.get("data") or {}
-            if not isinstance(data, dict):
-                replies[k] = error('"data" must be an object', "VALIDATION_ERROR")
-                continue
-            session_id, env = sessions[index]
-            quick = kind == "state" or (kind == "step" and _inline(env))
-            if quick:  # no suspension: an await here costs what a plain call does
-                replies[k] = await handle(session_id, env, kind, data)
+                return f"Entry {k} of the batch names no session of this connection: {entry!r}"[:300]
+            if index in seen:
+                return f"Session {index} appears twice in the batch; send one request per session"
+            seen.add(index)
+        return None
+
+    async def run(sessions: list[tuple[str, Any]], entries: list[dict[str, Any]]) -> str:
+        replies: list[str] = [""] * len(entries)
+        waiting = []  # requests that may leave the event loop (resets, steps in threads): run together
+        for k, entry in enumerate(entries):
+            session_id, env = sessions[entry["session"]]
+            kind, data = entry.get("type"), entry.get("data")
+            data = {} if data is None and kind != "step" else data
+            if kind == "state" or (kind == "step" and _inline(env)):
+                replies[k] = await handle(session_id, env, kind, data)  # no suspension: as a plain call
             else:
                 waiting.append((k, handle(session_id, env, kind, data)))
         if waiting:
             done = await asyncio.gather(*(coroutine for _, coroutine in waiting))
             for (k, _), reply in zip(waiting, done, strict=True):
                 replies[k] = reply
-        return {"type": "batch", "data": replies}
+        return '{"type":"batch","data":[' + ",".join(replies) + "]}"
 
     @app.websocket(BATCH_ROUTE)
     async def batch_endpoint(websocket: WebSocket) -> None:
@@ -118,50 +135,64 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             except ValueError:
                 count = 0
             if count < 1:
-                await websocket.send_text(
-                    json.dumps(error("?sessions= must be a positive integer", "VALIDATION_ERROR"))
-                )
+                await send(websocket, error("?sessions= must be a positive integer", "VALIDATION_ERROR"))
                 return
             try:
                 for _ in range(count):
                     sessions.append(await server._create_session())
             except SessionCapacityError as exc:
                 status = server.get_capacity_status()
-                await websocket.send_text(
-                    json.dumps(
-                        error(
-                            f"{count} sessions asked, {count - len(sessions)} more than this server has free "
-                            f"({status.max_sessions} allowed)",
-                            "CAPACITY_REACHED",
-                            active_sessions=exc.active_sessions,
-                            max_sessions=exc.max_sessions,
-                        )
-                    )
+                message = (
+                    f"{count} sessions asked, {count - len(sessions)} more than this server has free "
+                    f"({status.max_sessions} allowed)"
                 )
+                await send(
+                    websocket,
+                    error(
+                        message,
+                        "CAPACITY_REACHED",
+                        active_sessions=exc.active_sessions,
+                        max_sessions=exc.max_sessions,
+                    ),
+                )
+                return
+            except EnvironmentFactoryError as exc:
+                await send(websocket, error(str(exc), "FACTORY_ERROR", factory_name=exc.factory_name))
                 return
             while True:
                 raw = await websocket.receive_text()
                 try:
                     message = json.loads(raw)
                 except ValueError as exc:
-                    reply = error(f"Invalid JSON: {exc}", "INVALID_JSON")
-                else:
-                    if isinstance(message, dict) and message.get("type") == "close":
-                        break
-                    if not isinstance(message, dict) or message.get("type") != "batch":
-                        reply = error(
-                            'Send {"type": "batch", "data": [...]} or {"type": "close"}', "UNKNOWN_TYPE"
-                        )
-                    else:
-                        reply = await run(sessions, message.get("data"))
-                await websocket.send_text(to_json(reply).decode())
+                    await send(websocket, error(f"Invalid JSON: {exc}", "INVALID_JSON"))
+                    continue
+                if isinstance(message, dict) and message.get("type") == "close":
+                    break
+                if not isinstance(message, dict) or message.get("type") != "batch":
+                    hint = 'Send {"type": "batch", "data": [...]} or {"type": "close"}'
+                    await send(websocket, error(hint, "UNKNOWN_TYPE"))
+                    continue
+                problem = check(sessions, message.get("data"))
+                if problem is not None:
+                    await send(websocket, error(problem, "VALIDATION_ERROR"))
+                    continue
+                await websocket.send_text(await run(sessions, message["data"]))
         except WebSocketDisconnect:
             pass
+        except Exception as exc:  # as /ws: say what happened, then end the sessions
+            with contextlib.suppress(Exception):
+                await send(websocket, error(str(exc), "SESSION_ERROR"))
         finally:
-            for session_id, _ in sessions:
-                await server._destroy_session(session_id)
+            if sessions:  # shielded: a server shutting down must not leak the other sessions
+                destroy = asyncio.gather(*(server._destroy_session(sid) for sid, _ in sessions))
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(destroy)
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await websocket.close()
+
+
+async def send(websocket: WebSocket, frame: dict[str, Any]) -> None:
+    await websocket.send_text(json.dumps(frame))
 
 
 def _inline(env: Any) -> bool:

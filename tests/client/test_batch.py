@@ -148,3 +148,18 @@ def test_a_server_that_dies_fails_the_waiting_batch():
 
     server = EmbeddedServer("echo")
     run(attempt(server.start()))
+
+
+def test_an_action_that_cannot_be_sent_leaves_the_channel_usable(echo):
+    async def play():
+        channel = await Channel.open(echo, "/ws/batch", 1, timeouts=Timeouts(request=5))
+        (session,) = channel.sessions
+        try:
+            await session.reset()
+            with pytest.raises(ValueError):
+                await session.step({"message": float("nan")})  # not JSON: never sent
+            return (await session.step({"message": "still here"})).observation["message_length"]
+        finally:
+            await channel.close()
+
+    assert run(play()) == 10

@@ -80,6 +80,32 @@ def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official
     official.close()
 
 
+def test_a_reset_mask_that_chooses_none_resets_nothing(chess_url):
+    envs = gym.make_vec("openenv/chess", num_envs=2, agent_color="white")
+    obs, _ = envs.reset(seed=0)
+    again, infos = envs.reset(options={"reset_mask": np.zeros(2, dtype=np.bool_)})
+    assert data_equivalence(obs, again) and infos == {}
+    envs.close()
+
+
+def test_a_step_that_fails_while_its_second_half_is_in_flight_closes_the_env(chess_url):
+    envs = gym.make_vec("openenv/chess", num_envs=8, agent_color="white")
+    obs, _ = envs.reset(seed=0)
+
+    def broken(result, *, reset):
+        raise RuntimeError("decoding failed")
+
+    envs.adapters[0].decode = broken  # sub-environment 0 is in the first half
+    with pytest.raises(RuntimeError, match="decoding failed"):
+        envs.step(masked_actions(envs, obs, np.random.default_rng(0)))
+    with pytest.raises(OpenEnvError, match="interrupted while its replies were decoded"):
+        envs.step(masked_actions(envs, obs, np.random.default_rng(0)))
+    deadline = time.monotonic() + 5
+    while openenv_lab.Client(chess_url).capacity()["active_sessions"] != 0:
+        assert time.monotonic() < deadline, "the sessions were not closed"
+        time.sleep(0.05)
+
+
 def test_reset_mask_resets_only_the_chosen(chess_url):
     envs = gym.make_vec("openenv/chess", num_envs=3, agent_color="white")
     obs, _ = envs.reset(seed=0)

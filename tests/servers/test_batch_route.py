@@ -99,3 +99,16 @@ def test_more_sessions_than_free_is_refused_and_nothing_is_kept(echo):
         wait_for_active(echo, 3)  # the one it could open was given back
     with batch_socket(echo, 0) as ws:
         assert json.loads(ws.recv(timeout=10))["data"]["code"] == "VALIDATION_ERROR"
+
+
+def test_a_batch_with_a_bad_session_runs_none_of_its_entries(echo):
+    with batch_socket(echo, 2) as ws:
+        ask(ws, (0, "reset", {}), (1, "reset", {}))
+        refused = ask(ws, (0, "step", {"message": "a"}), (7, "step", {"message": "b"}))
+        assert refused["type"] == "error" and "names no session" in refused["data"]["message"]
+        twice = ask(ws, (1, "step", {"message": "a"}), (1, "step", {"message": "b"}))
+        assert "appears twice" in twice["data"]["message"]
+        states = ask(ws, (0, "state", None), (1, "state", None))["data"]
+        assert [s["data"]["step_count"] for s in states] == [0, 0]  # nothing of either batch ran
+        (empty,) = ask(ws, (0, "step", None))["data"]
+        assert empty["data"]["code"] == "VALIDATION_ERROR" and "data" in empty["data"]["message"]
