@@ -70,7 +70,8 @@ class Client:
         return self.get("/metadata")
 
     def capacity(self) -> dict[str, Any] | None:
-        """``GET /capacity`` on openenv_lab servers: ``{"active_sessions", "max_sessions"}``.
+        """``GET /capacity`` on openenv_lab servers: ``{"active_sessions", "max_sessions", "batch_route"}``
+        (the last names the route where one WebSocket carries many sessions, ``/ws/batch``).
 
         Returns ``None`` for servers without that route (the official ones), whose limit is only
         discovered by opening sessions.
