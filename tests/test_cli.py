@@ -140,7 +140,7 @@ def test_ctrl_c_stops_serve_quietly():
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.returncode == 0 and "Traceback" not in err
+    assert process.returncode == 0 and "Traceback" not in err and "Warning" not in err
 
 
 def test_serve_refuses_max_sessions_below_one(capsys):

@@ -53,14 +53,23 @@ def run_server(
     config = uvicorn.Config(
         app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on", ws="websockets-sansio"
     )
-    server = uvicorn.Server(config)
-    if exit_with_parent:
-        threading.Thread(target=_stop_at_stdin_eof, args=(server,), daemon=True).start()
     if announce:
-        print(f"{ANNOUNCE_PREFIX} {url}", flush=True)
+        banner = f"{ANNOUNCE_PREFIX} {url}"
     else:
         everywhere = " (all interfaces)" if reachable != host else ""
-        print(f"openenv_lab {name} server listening on {url}{everywhere} (Ctrl+C to stop)", flush=True)
+        banner = f"openenv_lab {name} server listening on {url}{everywhere} (Ctrl+C to stop)"
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            # Said only now that uvicorn handles Ctrl+C: an interrupt that follows the banner at once
+            # must stop the server cleanly, not land in the middle of its start.
+            if self.started:
+                print(banner, flush=True)
+
+    server = Server(config)
+    if exit_with_parent:
+        threading.Thread(target=_stop_at_stdin_eof, args=(server,), daemon=True).start()
     server.run(sockets=[sock])
 
 
