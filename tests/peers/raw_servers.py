@@ -5,6 +5,9 @@
 - `SilentServer` accepts the WebSocket upgrade and then never answers (a hung environment).
 - `GarbageServer` answers with text that is not JSON (a confused proxy, a wrong protocol).
 - `NotOpenEnvServer` is a plain HTTP server answering 404 (or another status) to everything.
+- `ScriptedServer` runs a test's own coroutine for each connection, with websockets' server options
+  (e.g. its keepalive pings).
+- `MuteServer` completes the WebSocket handshake and then never reads again, not even pings.
 
 Each runs in a daemon thread of the test process and is a real server: the client under test opens
 real TCP connections to it.
@@ -13,17 +16,24 @@ real TCP connections to it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import json
+import socket
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from websockets.asyncio.server import serve
+from websockets.frames import Opcode
+from websockets.protocol import State
+from websockets.server import ServerProtocol
 
 
 class _ThreadedWebSocketServer:
-    def __init__(self) -> None:
+    def __init__(self, **serve_options: Any) -> None:
         self.url = ""
+        self._serve_options = serve_options
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -42,7 +52,7 @@ class _ThreadedWebSocketServer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with serve(self.handler, "127.0.0.1", 0) as server:
+        async with serve(self.handler, "127.0.0.1", 0, **self._serve_options) as server:
             port = next(iter(server.sockets)).getsockname()[1]
             self.url = f"http://127.0.0.1:{port}"
             self._ready.set()
@@ -103,6 +113,74 @@ class GarbageServer(_ThreadedWebSocketServer):
             await ws.wait_closed()
         finally:
             self.closed.set()
+
+
+class ScriptedServer(_ThreadedWebSocketServer):
+    """Runs ``script(ws)`` for each connection; ``serve_options`` go to websockets' ``serve``.
+
+    Whatever the script raises is kept in ``errors``, and each connection's close code lands in
+    ``close_codes`` once it ends.
+    """
+
+    def __init__(self, script: Callable[[Any], Awaitable[None]], **serve_options: Any) -> None:
+        super().__init__(**serve_options)
+        self.script = script
+        self.errors: list[BaseException] = []
+        self.close_codes: list[int | None] = []
+        self.closed = threading.Event()
+
+    async def handler(self, ws: Any) -> None:
+        try:
+            await self.script(ws)
+        except Exception as exc:  # kept for the test to look at
+            self.errors.append(exc)
+        finally:
+            await ws.wait_closed()
+            self.close_codes.append(ws.close_code)
+            self.closed.set()
+
+
+class MuteServer:
+    """Completes the WebSocket handshake on each connection, then never reads it again: no replies, no
+    pongs, no closing handshake (a frozen process, a dead link). With ``answer_first=True`` it first
+    answers one request with an OpenEnv state (a `Session`'s opening request)."""
+
+    def __init__(self, answer_first: bool = False) -> None:
+        self.answer_first = answer_first
+
+    def __enter__(self) -> MuteServer:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                sock, _ = self._listener.accept()
+                protocol = ServerProtocol()
+                while protocol.state is not State.OPEN:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    protocol.receive_data(data)
+                    for request in protocol.events_received():
+                        protocol.send_response(protocol.accept(request))
+                    for out in protocol.data_to_send():
+                        sock.sendall(out)
+                if self.answer_first:
+                    while not any(frame.opcode is Opcode.TEXT for frame in protocol.events_received()):
+                        protocol.receive_data(sock.recv(65536))
+                    protocol.send_text(json.dumps({"type": "state", "data": {"step_count": 0}}).encode())
+                    for out in protocol.data_to_send():
+                        sock.sendall(out)
+                self._held.append(sock)
+
+    def __exit__(self, *exc: object) -> None:
+        self._listener.close()
+        for sock in self._held:
+            sock.close()
 
 
 class NotOpenEnvServer:

@@ -1,0 +1,335 @@
+"""A WebSocket client connection read in the thread that waits for the reply: `Session`'s loopback path.
+
+websockets' synchronous client reads the socket in a thread of its own and hands each message to the
+thread that called ``recv``. Over loopback that handoff is a large share of a round trip: an echo request
+to our server costs ~300 us of wall time with it and ~215 us without it, and ~60 us less client CPU
+(``benchmarks/env_throughput.py`` shows what that does to a whole step). `DirectConnection` drives
+websockets' own sans-I/O protocol (``websockets.client.ClientProtocol``: framing, masking, the opening and
+closing handshakes, ping replies) on a plain socket, and ``recv`` reads that socket itself.
+
+Between requests nobody reads the socket, so a small keepalive thread does what websockets' reader
+thread would do for an idle connection: it answers the server's pings (servers close connections whose
+pings go unanswered: uvicorn after 20 s), sends our own pings and fails the connection when their pongs
+stop coming. It never waits for the lock that a request holds; a request answers pings itself.
+
+`Session` uses this class for ``ws://`` URLs on loopback without compression (the embedded server, Docker
+on this machine). Elsewhere the handoff is small beside the network, and websockets' client brings what
+this class leaves out: TLS, proxies and compression.
+
+The methods raise what websockets' synchronous client raises (``OSError``, ``TimeoutError``,
+``InvalidStatus`` and other ``InvalidHandshake`` while opening; ``ConnectionClosed`` afterwards), so
+callers map errors the same way for both.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from websockets.client import ClientProtocol
+from websockets.exceptions import ConnectionClosedError, InvalidHandshake
+from websockets.frames import Frame, Opcode
+from websockets.http11 import USER_AGENT, Response
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+__all__ = ["DirectConnection"]
+
+#: Bytes asked of the socket per read: an Atari frame as zlib bytes fits in one, a JSON frame in a few.
+_READ_SIZE = 1 << 18
+
+#: The most the keepalive thread sleeps between looks at an idle connection, in seconds.
+_LONGEST_TICK = 0.5
+
+
+class DirectConnection:
+    """One client WebSocket connection whose replies are read by the thread waiting for them.
+
+    Not thread-safe for concurrent requests (one thread sends and receives, as `Session` does); the
+    keepalive thread only touches the connection while no request holds it.
+
+    Example:
+        >>> with DirectConnection.connect("ws://127.0.0.1:8000/ws") as ws:   # doctest: +SKIP
+        ...     ws.send('{"type": "state", "data": {}}')
+        ...     ws.recv(timeout=5.0)
+        '{"type":"state","data":{"episode_id":null,"step_count":0}}'
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol: ClientProtocol,
+        *,
+        close_timeout: float,
+        ping_interval: float | None,
+        ping_timeout: float | None,
+    ) -> None:
+        self._sock = sock
+        self._protocol = protocol
+        self._close_timeout = close_timeout
+        self._ping_interval = ping_interval
+        self._ping_timeout = ping_timeout
+        self._lock = threading.Lock()
+        self._messages: collections.deque[str] = collections.deque()
+        self._fragments: list[bytes] = []
+        self._ping: tuple[bytes, float] | None = None  # payload and time of our unanswered ping
+        self._last_ping = time.monotonic()
+        self._socket_closed = False
+        self._timeout: float | None = None  # the socket's timeout as last set
+        self._stopping = threading.Event()
+        self._keepalive = threading.Thread(target=self._keep_alive, name="openenv-lab-keepalive", daemon=True)
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        *,
+        open_timeout: float,
+        close_timeout: float,
+        ping_interval: float | None = None,
+        ping_timeout: float | None = None,
+        max_size: int | None = None,
+        additional_headers: dict[str, str] | None = None,
+    ) -> DirectConnection:
+        """Open a TCP connection to ``url`` (``ws://`` only) and complete the WebSocket handshake."""
+        uri = parse_uri(url)
+        if uri.secure:
+            raise ValueError(f"DirectConnection speaks plain ws:// only, not {url}")
+        deadline = time.monotonic() + open_timeout
+        sock = socket.create_connection((uri.host, uri.port), timeout=open_timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            protocol = ClientProtocol(uri, max_size=max_size)
+            connection = cls(
+                sock,
+                protocol,
+                close_timeout=close_timeout,
+                ping_interval=ping_interval,
+                ping_timeout=ping_timeout,
+            )
+            connection._handshake(additional_headers, deadline)
+        except BaseException:
+            sock.close()
+            raise
+        connection._keepalive.start()
+        return connection
+
+    # ------------------------------------------------------------------ requests
+
+    def send(self, text: str) -> None:
+        """Send one text message. Raises ``ConnectionClosed`` when the connection is closed or closing."""
+        with self._lock:
+            if self._protocol.state is not State.OPEN:
+                raise self._closed_error()
+            self._protocol.send_text(text.encode())
+            self._flush()
+
+    def recv(self, timeout: float) -> str:
+        """The next text message, waiting at most ``timeout`` seconds.
+
+        Raises:
+            TimeoutError: nothing arrived in time (the connection stays open).
+            ConnectionClosed: the connection closed before a message arrived.
+        """
+        deadline = time.monotonic() + timeout
+        wait = timeout  # the same value request after request: the socket's timeout stays as it is
+        with self._lock:
+            while not self._messages:
+                if self._socket_closed:
+                    raise self._closed_error()
+                if wait <= 0:
+                    raise TimeoutError(f"no message within {timeout:g} s")
+                self._read(wait)
+                wait = deadline - time.monotonic()
+            return self._messages.popleft()
+
+    def close(self) -> None:
+        """Close the connection with the WebSocket closing handshake (waits at most ``close_timeout``).
+
+        Safe to call more than once, and from any thread.
+        """
+        self._stopping.set()
+        if self._keepalive.is_alive() and self._keepalive is not threading.current_thread():
+            self._keepalive.join(self._close_timeout)
+        with self._lock:
+            if self._socket_closed:
+                return
+            deadline = time.monotonic() + self._close_timeout
+            with contextlib.suppress(OSError):
+                if self._protocol.state is State.OPEN:
+                    self._protocol.send_close(1000)
+                    self._flush()
+                # The client waits for the server to close TCP once close frames have crossed.
+                while not self._socket_closed and (remaining := deadline - time.monotonic()) > 0:
+                    try:
+                        self._read(remaining)
+                    except TimeoutError:
+                        break
+            self._close_socket()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the TCP connection is closed."""
+        return self._socket_closed
+
+    def __enter__(self) -> DirectConnection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals (hold the lock)
+
+    def _handshake(self, headers: dict[str, str] | None, deadline: float) -> None:
+        request = self._protocol.connect()
+        if headers:
+            request.headers.update(headers)
+        request.headers.setdefault("User-Agent", USER_AGENT)
+        self._protocol.send_request(request)
+        self._flush()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("timed out while waiting for the handshake response")
+            try:
+                data = self._sock_recv(remaining)
+            except TimeoutError:
+                raise TimeoutError("timed out while waiting for the handshake response") from None
+            except OSError:
+                data = b""
+            if data:
+                self._protocol.receive_data(data)
+            else:
+                self._protocol.receive_eof()
+            events = self._protocol.events_received()
+            if self._protocol.handshake_exc is not None:
+                raise self._protocol.handshake_exc
+            if events and isinstance(events[0], Response):
+                self._flush()
+                self._handle(events[1:])  # frames that came in the same read as the response
+                return
+            if not data:
+                raise InvalidHandshake("the server closed the connection during the handshake")
+
+    def _read(self, timeout: float) -> None:
+        """Read once from the socket (waiting at most ``timeout``) and process what came."""
+        try:
+            data = self._sock_recv(timeout)
+        except TimeoutError:
+            raise
+        except OSError:  # reset by the peer: as good as an end of stream
+            data = b""
+        if data:
+            self._protocol.receive_data(data)
+            self._handle(self._protocol.events_received())
+        else:
+            self._protocol.receive_eof()
+        self._flush()
+        if not data or self._protocol.state is State.CLOSED:
+            self._close_socket()
+
+    def _sock_recv(self, timeout: float) -> bytes:
+        if timeout != self._timeout:  # settimeout costs two system calls: skip it when unchanged
+            self._sock.settimeout(timeout)
+            self._timeout = timeout
+        return self._sock.recv(_READ_SIZE)
+
+    def _handle(self, events: list[Any]) -> None:
+        for frame in events:
+            if not isinstance(frame, Frame):
+                continue
+            opcode = frame.opcode
+            if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONT:
+                if opcode is not Opcode.CONT:
+                    self._fragments.clear()
+                self._fragments.append(frame.data)
+                if frame.fin:
+                    data = b"".join(self._fragments) if len(self._fragments) > 1 else self._fragments[0]
+                    self._fragments.clear()
+                    self._messages.append(data.decode("utf-8", errors="replace"))
+            elif opcode is Opcode.PONG and self._ping is not None and frame.data == self._ping[0]:
+                self._ping = None
+            # Pings are answered by the protocol (the pong waits in data_to_send); closes likewise.
+
+    def _flush(self) -> None:
+        for data in self._protocol.data_to_send():
+            if data:
+                try:
+                    self._sock.sendall(data)
+                except OSError:
+                    self._protocol.receive_eof()  # the peer is gone; reading will say how it ended
+                    self._close_socket()
+                    return
+            else:
+                with contextlib.suppress(OSError):
+                    self._sock.shutdown(socket.SHUT_WR)
+
+    def _close_socket(self) -> None:
+        if not self._socket_closed:
+            self._socket_closed = True
+            self._protocol.receive_eof()  # mark the protocol CLOSED whatever state it was in
+            self._protocol.data_to_send()
+            self._sock.close()
+
+    def _closed_error(self) -> Exception:
+        protocol = self._protocol
+        if protocol.state is State.CLOSED:
+            return protocol.close_exc
+        return ConnectionClosedError(protocol.close_rcvd, protocol.close_sent)
+
+    def _readable(self) -> bool:
+        """Whether a read would return at once (data, or the end of the stream)."""
+        self._sock.settimeout(0.0)
+        self._timeout = 0.0
+        try:
+            self._sock.recv(1, socket.MSG_PEEK)  # b"" at the end of the stream: readable too
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            pass  # an error to collect: reading reports it
+        return True
+
+    # ------------------------------------------------------------------ keepalive thread
+
+    def _keep_alive(self) -> None:
+        ticks = [_LONGEST_TICK]
+        if self._ping_interval is not None:
+            ticks.append(self._ping_interval / 4)
+        if self._ping_timeout is not None:
+            ticks.append(self._ping_timeout / 4)
+        tick = min(ticks)
+        while not self._stopping.wait(tick):
+            if not self._lock.acquire(blocking=False):
+                continue  # a request is reading the socket: it answers pings itself
+            try:
+                if self._socket_closed:
+                    return
+                self._idle_duties()
+            except Exception:  # the next request reports what went wrong
+                self._close_socket()
+                return
+            finally:
+                self._lock.release()
+
+    def _idle_duties(self) -> None:
+        # Whatever arrived while nobody read: the server's pings, pongs to ours, a close.
+        while not self._socket_closed and self._readable():
+            self._read(1.0)
+        if self._socket_closed:
+            return
+        now = time.monotonic()
+        if self._ping is not None:
+            if self._ping_timeout is not None and now - self._ping[1] > self._ping_timeout:
+                self._protocol.fail(1011, "keepalive ping timeout")
+                self._flush()
+                self._close_socket()
+        elif self._ping_interval is not None and now - self._last_ping >= self._ping_interval:
+            payload = os.urandom(4)
+            self._ping, self._last_ping = (payload, now), now
+            self._protocol.send_ping(payload)
+            self._flush()

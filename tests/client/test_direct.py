@@ -1,0 +1,178 @@
+"""`DirectConnection`, the loopback WebSocket that `Session` reads in the caller's thread, against real
+servers: websockets' own server (scripted per test), a server that goes mute, and ours."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection
+
+from openenv_lab.client import Keepalive, Session, SessionClosed, Timeouts
+from openenv_lab.client._direct import DirectConnection
+from openenv_lab.launch import EmbeddedServer
+from tests.peers.raw_servers import MuteServer, ScriptedServer
+
+
+@pytest.fixture(scope="module")
+def echo_url():
+    with EmbeddedServer("echo") as server:
+        assert server.base_url is not None
+        yield server.base_url
+
+
+def ws(url: str) -> str:
+    return url.replace("http://", "ws://") + "/ws"
+
+
+def connect(url: str, **options: float | None) -> DirectConnection:
+    return DirectConnection.connect(ws(url), open_timeout=5.0, close_timeout=2.0, **options)  # type: ignore[arg-type]
+
+
+async def echo(server_ws) -> None:
+    async for message in server_ws:
+        await server_ws.send(message)
+
+
+def test_loopback_sessions_use_it_and_compressed_ones_do_not(echo_url):
+    with Session(echo_url) as direct, Session(echo_url, compression="deflate") as threaded:
+        assert isinstance(direct._ws, DirectConnection)
+        assert isinstance(threaded._ws, ClientConnection)
+        replies = []
+        for session in (direct, threaded):
+            session.reset(seed=3)
+            replies.append([session.step({"message": m}).observation for m in ("a", "bb", "ccc")])
+        assert replies[0] == replies[1]
+        assert replies[0][2]["echoed_message"] == "ccc"
+
+
+def test_the_servers_pings_are_answered_while_nobody_reads():
+    # The server pings every 0.2 s and drops the connection when a pong takes over 0.8 s; the client
+    # sends no pings of its own and makes no request for 2 s.
+    with ScriptedServer(echo, ping_interval=0.2, ping_timeout=0.8) as server:
+        with connect(server.url, ping_interval=None, ping_timeout=None) as connection:
+            time.sleep(2.0)
+            connection.send("still there?")
+            assert connection.recv(timeout=5.0) == "still there?"
+        assert server.closed.wait(5) and server.close_codes == [1000]
+
+
+def test_a_mute_server_is_noticed_by_our_pings_while_idle():
+    with MuteServer() as server:
+        connection = connect(server.url, ping_interval=0.1, ping_timeout=0.2)
+        time.sleep(1.0)
+        assert connection.closed  # the keepalive thread gave up on it
+        started = time.monotonic()
+        with pytest.raises(ConnectionClosed):
+            connection.send("anyone?")
+            connection.recv(timeout=30.0)
+        assert time.monotonic() - started < 5.0  # said at once, not after the request timeout
+        assert connection._protocol.close_sent is not None
+        assert connection._protocol.close_sent.reason == "keepalive ping timeout"
+
+
+def test_a_session_whose_server_went_mute_says_so_at_its_next_request():
+    # The server goes mute after the session opened; our pings find out while the user is away.
+    with MuteServer(answer_first=True) as server:
+        session = Session(
+            server.url, keepalive=Keepalive(interval=0.1, timeout=0.2), timeouts=Timeouts(request=30)
+        )
+        time.sleep(1.0)
+        started = time.monotonic()
+        with pytest.raises(SessionClosed, match="closed during the session"):
+            session.step({"message": "hello"})
+        assert time.monotonic() - started < 5.0
+        assert session.closed
+
+
+def test_fragmented_messages_are_put_back_together():
+    async def fragments(server_ws) -> None:
+        await server_ws.recv()
+        await server_ws.send(['{"type": ', '"state", ', '"data": {"é": 1}}'])
+
+    with ScriptedServer(fragments) as server, connect(server.url) as connection:
+        connection.send("{}")
+        assert json.loads(connection.recv(timeout=5.0)) == {"type": "state", "data": {"é": 1}}
+
+
+def test_replies_sent_before_a_close_are_read_before_the_close_is_reported():
+    async def explain_and_close(server_ws) -> None:
+        await server_ws.recv()
+        await server_ws.send("first")
+        await server_ws.send("second")
+        await server_ws.close(4000, "capacity reached")
+
+    with ScriptedServer(explain_and_close) as server, connect(server.url) as connection:
+        connection.send("go")
+        assert [connection.recv(timeout=5.0), connection.recv(timeout=5.0)] == ["first", "second"]
+        with pytest.raises(ConnectionClosed) as caught:
+            connection.recv(timeout=5.0)
+        assert (caught.value.rcvd.code, caught.value.rcvd.reason) == (4000, "capacity reached")
+        with pytest.raises(ConnectionClosed):
+            connection.send("more")
+
+
+def test_a_timeout_leaves_the_connection_usable():
+    async def slow(server_ws) -> None:
+        message = await server_ws.recv()
+        await server_ws.send(message)  # only after the client has stopped waiting once
+
+    with ScriptedServer(slow) as server, connect(server.url) as connection:
+        with pytest.raises(TimeoutError):
+            connection.recv(timeout=0.2)
+        connection.send("late")
+        assert connection.recv(timeout=5.0) == "late"
+
+
+def test_close_is_a_clean_closing_handshake_and_stops_the_keepalive_thread():
+    with ScriptedServer(echo) as server:
+        connection = connect(server.url, ping_interval=20.0, ping_timeout=20.0)
+        keepalive = connection._keepalive
+        assert keepalive.is_alive()
+        connection.send("hello")
+        assert connection.recv(timeout=5.0) == "hello"
+        connection.close()
+        connection.close()  # twice is fine
+        assert connection.closed and not keepalive.is_alive()
+        assert server.closed.wait(5) and server.close_codes == [1000]
+
+
+def test_headers_reach_the_server():
+    seen = {}
+
+    async def record(server_ws) -> None:
+        seen.update(server_ws.request.headers.raw_items())
+        await echo(server_ws)
+
+    with ScriptedServer(record) as server:
+        connection = DirectConnection.connect(
+            ws(server.url),
+            open_timeout=5.0,
+            close_timeout=2.0,
+            additional_headers={"Authorization": "Bearer x"},
+        )
+        connection.close()
+        assert server.closed.wait(5)
+    assert server.errors == []
+    assert seen["Authorization"] == "Bearer x"
+    assert "websockets" in seen["User-Agent"].lower()  # the same User-Agent as websockets' own client
+
+
+def test_requests_from_one_thread_while_the_keepalive_thread_runs(echo_url):
+    # Many short requests with a keepalive thread ticking every 25 ms: replies never go astray.
+    with Session(echo_url, keepalive=Keepalive(interval=0.1, timeout=5.0)) as session:
+        session.reset(seed=0)
+        stop = time.monotonic() + 1.0
+        count = 0
+        while time.monotonic() < stop:
+            message = f"m{count}"
+            result = session.step({"message": message})
+            assert result.observation["echoed_message"] == message
+            count += 1
+            if result.done:
+                session.reset()
+        assert count > 10
+        keepalive = session._ws._keepalive
+    assert not keepalive.is_alive()
