@@ -163,6 +163,10 @@ class Session:
         except (TimeoutError, ConnectionClosed) as exc:
             self._abandon()
             raise transport_error(exc, self.url, self.timeouts) from None
+        except BaseException:
+            # Ctrl+C while the reply is on its way: read later, it would pass for the next request's.
+            self._abandon()
+            raise
         self.bytes_sent += len(frame)
         self.bytes_received += len(raw)
         try:

@@ -239,6 +239,27 @@ def test_an_interrupted_exchange_drops_the_sessions_whose_replies_are_on_their_w
     assert value == 3
 
 
+def test_an_interrupted_request_closes_the_session(hanging_counter):
+    # Ctrl+C while a step runs: its reply, read later, would pass for the reply to the next request.
+    session = Session(hanging_counter)
+    session.reset()
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            session.step({"delta": HANG})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert session.closed
+    with pytest.raises(SessionClosed, match="open a new one"):
+        session.step({"delta": 1})
+
+
 def test_exchange_reports_each_requests_own_outcome(official_counter):
     async def scenario() -> list[object]:
         sessions = [await AsyncSession.open(official_counter) for _ in range(2)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import warnings
 
 import gymnasium as gym
@@ -13,6 +14,8 @@ from gymnasium.utils.env_checker import check_env
 
 import openenv_lab  # noqa: F401
 from openenv_lab.adapters.generic import UnicodeText
+from openenv_lab.client import SessionClosed
+from tests.conftest import HANG
 
 
 @pytest.fixture
@@ -134,4 +137,29 @@ def test_a_refused_action_says_what_is_wrong_with_it(official_counter):
     ):
         warnings.simplefilter("ignore", UserWarning)  # gymnasium's own note on casting the text
         env.step("x" * 2000)  # a huge action is not copied whole into the message
+    env.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALRM")
+def test_an_interrupted_step_asks_for_a_reset_and_the_reset_works(hanging_counter):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        env = gym.make("openenv/remote", base_url=hanging_counter)
+    env.reset(seed=0)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)  # Ctrl+C in a notebook while the step runs
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            env.step(np.array(HANG))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    with pytest.raises(SessionClosed, match=r"call reset\(\)"):
+        env.step(np.array(1))
+    env.reset(seed=0)  # a new session, and a new episode in it
+    assert int(env.step(np.array(2))[0]["value"]) == 2
     env.close()
