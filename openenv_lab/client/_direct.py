@@ -284,14 +284,16 @@ class DirectConnection:
 
     def _readable(self) -> bool:
         """Whether a read would return at once (data, or the end of the stream)."""
+        previous = self._sock.gettimeout()
         self._sock.settimeout(0.0)
-        self._timeout = 0.0
         try:
             self._sock.recv(1, socket.MSG_PEEK)  # b"" at the end of the stream: readable too
         except (BlockingIOError, InterruptedError):
             return False
         except OSError:
             pass  # an error to collect: reading reports it
+        finally:
+            self._sock.settimeout(previous)  # sends that follow must not find a non-blocking socket
         return True
 
     # ------------------------------------------------------------------ keepalive thread

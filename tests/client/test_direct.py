@@ -176,3 +176,15 @@ def test_requests_from_one_thread_while_the_keepalive_thread_runs(echo_url):
         assert count > 10
         keepalive = session._ws._keepalive
     assert not keepalive.is_alive()
+
+
+def test_a_large_message_after_the_keepalive_thread_looked_at_the_socket():
+    # The keepalive thread peeks at the socket without blocking; a send that follows must still block
+    # until a message larger than the socket buffers has gone.
+    big = "x" * (16 * 1024 * 1024)
+    with ScriptedServer(echo, max_size=None) as server:
+        connection = connect(server.url, ping_interval=0.05, ping_timeout=5.0)
+        with connection:
+            time.sleep(0.3)
+            connection.send(big)
+            assert connection.recv(timeout=30.0) == big
