@@ -96,6 +96,19 @@ class _LoopThread:
             self.loop.close()
 
 
+#: How many times `OpenEnvVectorEnv` reads the servers' capacities when other clients take the slots
+#: it counted on before it could open them.
+_CAPACITY_READINGS = 3
+
+
+class _SlotsTaken(Exception):
+    """A server refused a channel's sessions that its ``/capacity`` reading had said were free."""
+
+    def __init__(self, error: CapacityError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class OpenEnvVectorEnv(VectorEnv):
     """Many sessions of one OpenEnv environment family as a vector environment.
 
@@ -516,7 +529,28 @@ class OpenEnvVectorEnv(VectorEnv):
 
     async def _open_sessions(self) -> list[AsyncSession | BatchedSession]:
         """Open ``num_envs`` sessions round-robin over the servers, skipping full ones; on servers with a
-        batch route (and ``multiplex``), a server's sessions share one `Channel`."""
+        batch route (and ``multiplex``), a server's sessions share one `Channel`.
+
+        Another client may take a server's free slots between its ``/capacity`` reading and our channel
+        opening there: then everything opened is closed and the capacities are read again, so the slots
+        go to servers that still have room (``_CAPACITY_READINGS`` tries in all).
+        """
+        for reading in range(1, _CAPACITY_READINGS + 1):
+            try:
+                return await self._open_sessions_once()
+            except _SlotsTaken as taken:
+                if reading == _CAPACITY_READINGS:
+                    error = taken.error
+                    error.args = (
+                        f"{error.args[0]} Other clients took the free slots that GET /capacity reported, "
+                        f"{_CAPACITY_READINGS} times in a row: the servers are busy. Try again, or give "
+                        "this env servers of its own.",
+                        *error.args[1:],
+                    )
+                    raise error from None
+        raise AssertionError("unreachable")
+
+    async def _open_sessions_once(self) -> list[AsyncSession | BatchedSession]:
         free: dict[str, int | None] = {}
         routes: dict[str, str] = {}
         for url in dict.fromkeys(self.base_urls):
@@ -557,6 +591,9 @@ class OpenEnvVectorEnv(VectorEnv):
                 if size:
                     try:
                         channel = await Channel.open(url, routes[url], size, **self._session_options)
+                    except CapacityError as exc:
+                        _name_sub_environment(exc, slots.index(url), url)
+                        raise _SlotsTaken(exc) from None
                     except OpenEnvError as exc:
                         _name_sub_environment(exc, slots.index(url), url)
                         raise

@@ -140,6 +140,55 @@ def test_sessions_spread_round_robin_over_servers():
         assert openenv_lab.Client(a.base_url).capacity()["active_sessions"] == 0
 
 
+def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypatch):
+    # Another client takes 3 of server a's 4 slots right after make_vec read a's capacity: the channel
+    # of 2 sessions that a was given is refused, and the capacities are read again. (Nothing to collect:
+    # the retry after a garbage collection, for slots held by unreferenced envs, stays out of it.)
+    from openenv_lab.envs.vector import OpenEnvVectorEnv
+
+    monkeypatch.setattr("openenv_lab.envs._episode.gc.collect", lambda: 0)
+
+    with EmbeddedServer("echo", max_sessions=4) as a, EmbeddedServer("echo", max_sessions=4) as b:
+        others: list[openenv_lab.Session] = []
+        read = OpenEnvVectorEnv._capacity
+
+        def read_then_lose_the_race(self, url):
+            capacity = read(self, url)
+            if url == a.base_url and not others:
+                others.extend(openenv_lab.Session(a.base_url) for _ in range(3))
+            return capacity
+
+        monkeypatch.setattr(OpenEnvVectorEnv, "_capacity", read_then_lose_the_race)
+        try:
+            envs = gym.make_vec("openenv/echo", num_envs=4, base_urls=[a.base_url, b.base_url])
+            urls = [episode.base_url for episode in envs.episodes]
+            assert urls.count(a.base_url) == 1 and urls.count(b.base_url) == 3
+            envs.reset(seed=0)
+            assert envs.step(np.array(["a", "b", "c", "d"], dtype=object))[4]["raw_observation"][
+                "echoed_message"
+            ].tolist() == ["a", "b", "c", "d"]
+            envs.close()
+        finally:
+            for session in others:
+                session.close()
+        assert openenv_lab.Client(b.base_url).capacity()["active_sessions"] == 0
+
+
+def test_slots_taken_at_every_reading_is_a_capacity_error_that_says_so(monkeypatch):
+    from openenv_lab.envs.vector import OpenEnvVectorEnv
+
+    monkeypatch.setattr("openenv_lab.envs._episode.gc.collect", lambda: 0)
+    with EmbeddedServer("echo", max_sessions=2) as server:
+        monkeypatch.setattr(OpenEnvVectorEnv, "_capacity", lambda self, url: (2, "/ws/batch"))  # stale
+        others = [openenv_lab.Session(server.base_url)]
+        try:
+            with pytest.raises(CapacityError, match=r"Sub-environment 0 .*took the free slots.*3 times"):
+                gym.make_vec("openenv/echo", num_envs=2, base_url=server.base_url)
+        finally:
+            others[0].close()
+        assert openenv_lab.Client(server.base_url).capacity()["active_sessions"] == 0
+
+
 def test_not_enough_room_says_how_many_are_missing():
     with (
         EmbeddedServer("chess", max_sessions=2) as server,
