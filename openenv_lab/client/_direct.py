@@ -2,15 +2,20 @@
 
 websockets' synchronous client reads the socket in a thread of its own and hands each message to the
 thread that called ``recv``. Over loopback that handoff is a large share of a round trip: an echo request
-to our server costs ~300 us of wall time with it and ~215 us without it, and ~60 us less client CPU
-(``benchmarks/env_throughput.py`` shows what that does to a whole step). `DirectConnection` drives
-websockets' own sans-I/O protocol (``websockets.client.ClientProtocol``: framing, masking, the opening and
-closing handshakes, ping replies) on a plain socket, and ``recv`` reads that socket itself.
+to our server through `Session` costs ~360 us of wall time with it and ~300 us without it, and ~50 us
+less client CPU (``benchmarks/env_throughput.py`` shows what that does to a whole step).
+`DirectConnection` drives websockets' own sans-I/O protocol (``websockets.client.ClientProtocol``:
+framing, masking, the opening and closing handshakes, ping replies) on a plain socket, and ``recv`` reads
+that socket itself.
 
 Between requests nobody reads the socket, so a small keepalive thread does what websockets' reader
 thread would do for an idle connection: it answers the server's pings (servers close connections whose
 pings go unanswered: uvicorn after 20 s), sends our own pings and fails the connection when their pongs
 stop coming. It never waits for the lock that a request holds; a request answers pings itself.
+
+Every socket operation has a deadline: reads the caller's timeout, sends ``send_timeout`` (a request's
+frame) or ``close_timeout`` (closing, and the keepalive thread's control frames). A request interrupted
+half-way (Ctrl+C) closes the connection, since the bytes on the wire can no longer be trusted.
 
 `Session` uses this class for ``ws://`` URLs on loopback without compression (the embedded server, Docker
 on this machine). Elsewhere the handoff is small beside the network, and websockets' client brings what
@@ -65,12 +70,14 @@ class DirectConnection:
         sock: socket.socket,
         protocol: ClientProtocol,
         *,
+        send_timeout: float | None,
         close_timeout: float,
         ping_interval: float | None,
         ping_timeout: float | None,
     ) -> None:
         self._sock = sock
         self._protocol = protocol
+        self._send_timeout = send_timeout
         self._close_timeout = close_timeout
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
@@ -80,8 +87,9 @@ class DirectConnection:
         self._ping: tuple[bytes, float] | None = None  # payload and time of our unanswered ping
         self._last_ping = time.monotonic()
         self._socket_closed = False
-        self._timeout: float | None = None  # the socket's timeout as last set
+        self._timeout: float | None = sock.gettimeout()  # the socket's timeout as last set
         self._stopping = threading.Event()
+        self._close_requested = False  # by close() called on the keepalive thread (a garbage collection)
         self._keepalive = threading.Thread(target=self._keep_alive, name="openenv-lab-keepalive", daemon=True)
 
     @classmethod
@@ -91,12 +99,16 @@ class DirectConnection:
         *,
         open_timeout: float,
         close_timeout: float,
+        send_timeout: float | None = None,
         ping_interval: float | None = None,
         ping_timeout: float | None = None,
         max_size: int | None = None,
         additional_headers: dict[str, str] | None = None,
     ) -> DirectConnection:
-        """Open a TCP connection to ``url`` (``ws://`` only) and complete the WebSocket handshake."""
+        """Open a TCP connection to ``url`` (``ws://`` only) and complete the WebSocket handshake.
+
+        ``send_timeout`` bounds sending one message (None: as long as it takes, as websockets' client).
+        """
         uri = parse_uri(url)
         if uri.secure:
             raise ValueError(f"DirectConnection speaks plain ws:// only, not {url}")
@@ -108,6 +120,7 @@ class DirectConnection:
             connection = cls(
                 sock,
                 protocol,
+                send_timeout=send_timeout,
                 close_timeout=close_timeout,
                 ping_interval=ping_interval,
                 ping_timeout=ping_timeout,
@@ -127,7 +140,11 @@ class DirectConnection:
             if self._protocol.state is not State.OPEN:
                 raise self._closed_error()
             self._protocol.send_text(text.encode())
-            self._flush()
+            try:
+                self._flush(self._send_timeout)
+            except BaseException:
+                self._close_socket()  # part of a frame may have gone: nothing that follows would parse
+                raise
 
     def recv(self, timeout: float) -> str:
         """The next text message, waiting at most ``timeout`` seconds.
@@ -144,7 +161,13 @@ class DirectConnection:
                     raise self._closed_error()
                 if wait <= 0:
                     raise TimeoutError(f"no message within {timeout:g} s")
-                self._read(wait)
+                try:
+                    self._read(wait)
+                except TimeoutError:
+                    raise
+                except BaseException:
+                    self._close_socket()  # interrupted mid-parse: the protocol's state is lost
+                    raise
                 wait = deadline - time.monotonic()
             return self._messages.popleft()
 
@@ -153,24 +176,17 @@ class DirectConnection:
 
         Safe to call more than once, and from any thread.
         """
+        if threading.current_thread() is self._keepalive:
+            # A garbage collection ran a finalizer here, maybe while this thread holds a lock that closing
+            # takes: leave it to the keepalive loop, once it holds none.
+            self._close_requested = True
+            return
+        deadline = time.monotonic() + self._close_timeout
         self._stopping.set()
-        if self._keepalive.is_alive() and self._keepalive is not threading.current_thread():
-            self._keepalive.join(self._close_timeout)
+        if self._keepalive.is_alive():
+            self._keepalive.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
-            if self._socket_closed:
-                return
-            deadline = time.monotonic() + self._close_timeout
-            with contextlib.suppress(OSError):
-                if self._protocol.state is State.OPEN:
-                    self._protocol.send_close(1000)
-                    self._flush()
-                # The client waits for the server to close TCP once close frames have crossed.
-                while not self._socket_closed and (remaining := deadline - time.monotonic()) > 0:
-                    try:
-                        self._read(remaining)
-                    except TimeoutError:
-                        break
-            self._close_socket()
+            self._close(deadline)
 
     @property
     def closed(self) -> bool:
@@ -185,13 +201,28 @@ class DirectConnection:
 
     # ------------------------------------------------------------------ internals (hold the lock)
 
+    def _close(self, deadline: float) -> None:
+        if self._socket_closed:
+            return
+        try:
+            # A closing handshake that fails (a timeout, a broken peer) still ends in a closed socket.
+            with contextlib.suppress(Exception):
+                if self._protocol.state is State.OPEN:
+                    self._protocol.send_close(1000)
+                    self._flush(max(0.001, deadline - time.monotonic()))
+                # The client waits for the server to close TCP once close frames have crossed.
+                while not self._socket_closed and (remaining := deadline - time.monotonic()) > 0:
+                    self._read(remaining, send_timeout=remaining)
+        finally:
+            self._close_socket()
+
     def _handshake(self, headers: dict[str, str] | None, deadline: float) -> None:
         request = self._protocol.connect()
         if headers:
             request.headers.update(headers)
         request.headers.setdefault("User-Agent", USER_AGENT)
         self._protocol.send_request(request)
-        self._flush()
+        self._flush(max(0.001, deadline - time.monotonic()))
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -210,14 +241,15 @@ class DirectConnection:
             if self._protocol.handshake_exc is not None:
                 raise self._protocol.handshake_exc
             if events and isinstance(events[0], Response):
-                self._flush()
                 self._handle(events[1:])  # frames that came in the same read as the response
+                self._flush(max(0.001, deadline - time.monotonic()))
                 return
             if not data:
                 raise InvalidHandshake("the server closed the connection during the handshake")
 
-    def _read(self, timeout: float) -> None:
-        """Read once from the socket (waiting at most ``timeout``) and process what came."""
+    def _read(self, timeout: float, send_timeout: float | None = None) -> None:
+        """Read once from the socket (waiting at most ``timeout``), process what came and send what the
+        protocol answers (pongs, a close), within ``send_timeout`` (default: the connection's)."""
         try:
             data = self._sock_recv(timeout)
         except TimeoutError:
@@ -229,14 +261,17 @@ class DirectConnection:
             self._handle(self._protocol.events_received())
         else:
             self._protocol.receive_eof()
-        self._flush()
+        self._flush(self._send_timeout if send_timeout is None else send_timeout)
         if not data or self._protocol.state is State.CLOSED:
             self._close_socket()
 
-    def _sock_recv(self, timeout: float) -> bytes:
+    def _set_timeout(self, timeout: float | None) -> None:
         if timeout != self._timeout:  # settimeout costs two system calls: skip it when unchanged
             self._sock.settimeout(timeout)
             self._timeout = timeout
+
+    def _sock_recv(self, timeout: float) -> bytes:
+        self._set_timeout(timeout)
         return self._sock.recv(_READ_SIZE)
 
     def _handle(self, events: list[Any]) -> None:
@@ -256,13 +291,17 @@ class DirectConnection:
                 self._ping = None
             # Pings are answered by the protocol (the pong waits in data_to_send); closes likewise.
 
-    def _flush(self) -> None:
-        for data in self._protocol.data_to_send():
+    def _flush(self, timeout: float | None) -> None:
+        """Send what the protocol has queued, each write within ``timeout`` (None: no limit)."""
+        writes = self._protocol.data_to_send()
+        if not writes or self._socket_closed:
+            return
+        self._set_timeout(timeout)
+        for data in writes:
             if data:
                 try:
                     self._sock.sendall(data)
-                except OSError:
-                    self._protocol.receive_eof()  # the peer is gone; reading will say how it ended
+                except OSError:  # the peer is gone or stopped reading; reading will say how it ended
                     self._close_socket()
                     return
             else:
@@ -270,11 +309,13 @@ class DirectConnection:
                     self._sock.shutdown(socket.SHUT_WR)
 
     def _close_socket(self) -> None:
-        if not self._socket_closed:
-            self._socket_closed = True
-            self._protocol.receive_eof()  # mark the protocol CLOSED whatever state it was in
-            self._protocol.data_to_send()
-            self._sock.close()
+        if self._socket_closed:
+            return
+        self._socket_closed = True
+        self._sock.close()
+        with contextlib.suppress(Exception):  # a parser an interrupt broke raises StopIteration here
+            self._protocol.receive_eof()  # marks the protocol CLOSED whatever state it was in
+        self._protocol.data_to_send()
 
     def _closed_error(self) -> Exception:
         protocol = self._protocol
@@ -284,16 +325,13 @@ class DirectConnection:
 
     def _readable(self) -> bool:
         """Whether a read would return at once (data, or the end of the stream)."""
-        previous = self._sock.gettimeout()
-        self._sock.settimeout(0.0)
+        self._set_timeout(0.0)
         try:
             self._sock.recv(1, socket.MSG_PEEK)  # b"" at the end of the stream: readable too
         except (BlockingIOError, InterruptedError):
             return False
         except OSError:
             pass  # an error to collect: reading reports it
-        finally:
-            self._sock.settimeout(previous)  # sends that follow must not find a non-blocking socket
         return True
 
     # ------------------------------------------------------------------ keepalive thread
@@ -305,7 +343,7 @@ class DirectConnection:
         if self._ping_timeout is not None:
             ticks.append(self._ping_timeout / 4)
         tick = min(ticks)
-        while not self._stopping.wait(tick):
+        while not self._stopping.wait(tick) and not self._close_requested:
             if not self._lock.acquire(blocking=False):
                 continue  # a request is reading the socket: it answers pings itself
             try:
@@ -317,21 +355,24 @@ class DirectConnection:
                 return
             finally:
                 self._lock.release()
+        if self._close_requested:
+            with self._lock:
+                self._close(time.monotonic() + self._close_timeout)
 
     def _idle_duties(self) -> None:
         # Whatever arrived while nobody read: the server's pings, pongs to ours, a close.
         while not self._socket_closed and self._readable():
-            self._read(1.0)
+            self._read(self._close_timeout, send_timeout=self._close_timeout)
         if self._socket_closed:
             return
         now = time.monotonic()
         if self._ping is not None:
             if self._ping_timeout is not None and now - self._ping[1] > self._ping_timeout:
                 self._protocol.fail(1011, "keepalive ping timeout")
-                self._flush()
+                self._flush(self._close_timeout)
                 self._close_socket()
         elif self._ping_interval is not None and now - self._last_ping >= self._ping_interval:
             payload = os.urandom(4)
             self._ping, self._last_ping = (payload, now), now
             self._protocol.send_ping(payload)
-            self._flush()
+            self._flush(self._close_timeout)

@@ -80,6 +80,7 @@ class Session:
                     self.url,
                     open_timeout=self.timeouts.connect,
                     close_timeout=self.timeouts.close,
+                    send_timeout=self.timeouts.request,
                     ping_interval=keepalive.interval,
                     ping_timeout=keepalive.timeout,
                     max_size=MAX_FRAME_BYTES,
@@ -155,16 +156,16 @@ class Session:
                 "make a new env).",
                 url=self.url,
             )
-        # If the send fails, the server may have explained why it closed in a frame still queued: read on.
-        with contextlib.suppress(ConnectionClosed):
-            ws.send(frame)
         try:
+            # If the send fails, the server may have explained why it closed in a frame still queued: read on.
+            with contextlib.suppress(ConnectionClosed):
+                ws.send(frame)
             raw = ws.recv(timeout=self.timeouts.request)
         except (TimeoutError, ConnectionClosed) as exc:
             self._abandon()
             raise transport_error(exc, self.url, self.timeouts) from None
         except BaseException:
-            # Ctrl+C while the reply is on its way: read later, it would pass for the next request's.
+            # Ctrl+C once the request went out: its reply, read later, would pass for the next request's.
             self._abandon()
             raise
         self.bytes_sent += len(frame)

@@ -3,6 +3,7 @@ servers: websockets' own server (scripted per test), a server that goes mute, an
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -188,3 +189,56 @@ def test_a_large_message_after_the_keepalive_thread_looked_at_the_socket():
             time.sleep(0.3)
             connection.send(big)
             assert connection.recv(timeout=30.0) == big
+
+
+def test_a_send_after_the_keepalive_thread_read_has_the_request_timeout():
+    # The server pings (read by the keepalive thread, with its own short timeouts), then stops reading for
+    # 2 s; a 32 MB message must wait for it (send_timeout 30 s), not inherit the keepalive's timeouts.
+    async def ping_then_stall(server_ws) -> None:
+        await asyncio.sleep(0.1)
+        await server_ws.ping()
+        await asyncio.sleep(0.9)
+        time.sleep(2.0)  # the server's event loop is busy
+        message = await server_ws.recv()
+        await server_ws.send(f"got {len(message)}")
+
+    big = "x" * (32 * 1024 * 1024)
+    with (
+        ScriptedServer(ping_then_stall, max_size=None, ping_interval=None) as server,
+        connect(server.url, send_timeout=30.0) as connection,
+    ):
+        time.sleep(0.8)
+        connection.send(big)
+        assert connection.recv(timeout=30.0) == f"got {len(big)}"
+
+
+def test_close_called_on_the_keepalive_thread_does_not_deadlock():
+    # A garbage collection can run a Session's finalizer on the keepalive thread, while that thread holds
+    # the connection's lock: close() must not wait for it there, and the connection still gets closed.
+    with ScriptedServer(echo) as server:
+        connection = connect(server.url, ping_interval=0.1, ping_timeout=5.0)
+        duties = connection._idle_duties
+
+        def duties_then_a_finalizer():
+            duties()
+            connection.close()
+
+        connection._idle_duties = duties_then_a_finalizer
+        deadline = time.monotonic() + 10
+        while not connection.closed and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert connection.closed
+        connection._keepalive.join(5)
+        assert not connection._keepalive.is_alive() and not connection._lock.locked()
+        assert server.closed.wait(5) and server.close_codes == [1000]  # a closing handshake, not a drop
+
+
+def test_an_interrupt_inside_the_protocol_parser_still_closes_the_socket(echo_url):
+    # Ctrl+C landing inside websockets' parser kills its generator; closing must still close the socket
+    # (and raise nothing), so the interrupt reaches the user as a KeyboardInterrupt.
+    session = Session(echo_url)
+    connection = session._ws
+    with pytest.raises(KeyboardInterrupt):
+        connection._protocol.parser.throw(KeyboardInterrupt)
+    session.close()
+    assert connection.closed and connection._sock.fileno() == -1

@@ -24,7 +24,7 @@ from openenv_lab.client import (
 from openenv_lab.client.async_session import exchange
 from openenv_lab.launch import EmbeddedServer
 from tests.conftest import HANG
-from tests.peers.raw_servers import GarbageServer, LegacyServer, NotOpenEnvServer, SilentServer
+from tests.peers.raw_servers import GarbageServer, LegacyServer, MuteServer, NotOpenEnvServer, SilentServer
 
 
 def free_port() -> int:
@@ -275,3 +275,24 @@ def test_exchange_reports_each_requests_own_outcome(official_counter):
     done, closed = asyncio.run(scenario())
     assert done.observation["value"] == 10 and done.done
     assert isinstance(closed, SessionClosed) and "closed; open a new one" in str(closed)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALRM")
+def test_an_interrupt_while_the_request_is_sent_closes_the_session():
+    # The server stops reading: a large step blocks in the send, where Ctrl+C lands. Part of the frame
+    # may have gone, or all of it with its reply to follow: either way the session cannot go on.
+    with MuteServer(answer_first=True) as server:
+        session = Session(server.url, timeouts=Timeouts(request=30))
+
+        def interrupt(*_):
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # encoding the frame takes a few ms, sending it forever
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                session.step({"message": "x" * (8 * 1024 * 1024)})
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert session.closed
