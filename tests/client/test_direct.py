@@ -50,11 +50,11 @@ def test_loopback_sessions_use_it_and_compressed_ones_do_not(echo_url):
 
 
 def test_the_servers_pings_are_answered_while_nobody_reads():
-    # The server pings every 0.2 s and drops the connection when a pong takes over 0.8 s; the client
-    # sends no pings of its own and makes no request for 2 s.
-    with ScriptedServer(echo, ping_interval=0.2, ping_timeout=0.8) as server:
+    # The server pings every 0.2 s and drops the connection when a pong takes over 1.5 s (the keepalive
+    # thread looks every 0.5 s); the client sends no pings of its own and makes no request for 3 s.
+    with ScriptedServer(echo, ping_interval=0.2, ping_timeout=1.5) as server:
         with connect(server.url, ping_interval=None, ping_timeout=None) as connection:
-            time.sleep(2.0)
+            time.sleep(3.0)
             connection.send("still there?")
             assert connection.recv(timeout=5.0) == "still there?"
         assert server.closed.wait(5) and server.close_codes == [1000]
