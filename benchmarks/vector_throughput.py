@@ -5,7 +5,8 @@ all on one embedded server: environment steps per second, client CPU time per en
 process, all its threads) and server CPU time per environment step (the server process). gymnasium's
 ``AsyncVectorEnv`` starts one process per sub-environment, so it is measured up to N=16. "send/recv" is
 our EnvPool-style API kept busy: all N sub-environments in flight, each ``recv`` takes the first half
-that answered and sends them their next actions at once.
+that answered and sends them their next actions at once. "ours/N=1" compares with our vector env of one
+session, "ours/lone" with a lone ``gym.make`` env (``SyncVectorEnv`` over one env).
 
     python benchmarks/vector_throughput.py            # a few minutes
     python benchmarks/vector_throughput.py --quick    # seconds, for smoke tests
@@ -161,8 +162,11 @@ def print_table(results: dict[str, Any]) -> None:
     for name, by_size in results.items():
         print(f"\n{name}: environment steps per second (client CPU / server CPU per step, microseconds)")
         columns = ("make_vec (ours)", "send/recv (ours)", "SyncVectorEnv", "AsyncVectorEnv")
-        print(f"{'N':>4}  " + "  ".join(f"{c:>26}" for c in columns) + "  ours/async  ours/N=1")
-        base = by_size[next(iter(by_size))]["make_vec (ours)"]["steps_per_s"]
+        print(f"{'N':>4}  " + "  ".join(f"{c:>26}" for c in columns) + "  ours/async  ours/N=1  ours/lone")
+        first = by_size[next(iter(by_size))]
+        base = first["make_vec (ours)"]["steps_per_s"]
+        # A lone gym.make env: SyncVectorEnv over one env, measured when the sizes start at 1.
+        lone = first["SyncVectorEnv"]["steps_per_s"] if next(iter(by_size)) == "1" else None
         for n, rows in by_size.items():
             cells = []
             for key in columns:
@@ -181,7 +185,8 @@ def print_table(results: dict[str, Any]) -> None:
             vs_async = (
                 f"{ours / rows['AsyncVectorEnv']['steps_per_s']:.2f}" if "AsyncVectorEnv" in rows else "-"
             )
-            print(f"{n:>4}  {'  '.join(cells)}  {vs_async:>10}  {ours / base:>8.2f}")
+            vs_lone = f"{ours / lone:.2f}" if lone else "-"
+            print(f"{n:>4}  {'  '.join(cells)}  {vs_async:>10}  {ours / base:>8.2f}  {vs_lone:>9}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
