@@ -321,7 +321,8 @@ class DirectConnection:
         protocol = self._protocol
         if protocol.state is State.CLOSED:
             return protocol.close_exc
-        return ConnectionClosedError(protocol.close_rcvd, protocol.close_sent)
+        # Closing: the close frames are known (and in which order they crossed), not yet the TCP close.
+        return ConnectionClosedError(protocol.close_rcvd, protocol.close_sent, protocol.close_rcvd_then_sent)
 
     def _readable(self) -> bool:
         """Whether a read would return at once (data, or the end of the stream)."""

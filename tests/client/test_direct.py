@@ -9,6 +9,7 @@ import time
 
 import pytest
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Close, Frame, Opcode
 from websockets.sync.client import ClientConnection
 
 from openenv_lab.client import Keepalive, Session, SessionClosed, Timeouts
@@ -242,3 +243,21 @@ def test_an_interrupt_inside_the_protocol_parser_still_closes_the_socket(echo_ur
         connection._protocol.parser.throw(KeyboardInterrupt)
     session.close()
     assert connection.closed and connection._sock.fileno() == -1
+
+
+def test_a_send_while_the_server_closes_says_connection_closed():
+    # The server's close frame has been read (and answered) but its TCP close has not come yet: a send
+    # then is refused with ConnectionClosed, whose close frames say who closed, and reading still works.
+    async def explain_and_stay(server_ws) -> None:
+        await server_ws.wait_closed()
+
+    with ScriptedServer(explain_and_stay) as server, connect(server.url) as connection:
+        with connection._lock:  # as if a request had just read the server's close frame
+            close = Frame(Opcode.CLOSE, Close(1000, "bye").serialize())
+            connection._protocol.receive_data(close.serialize(mask=False))
+            connection._flush(5.0)
+        with pytest.raises(ConnectionClosed) as caught:
+            connection.send("more")
+        assert caught.value.rcvd is not None and caught.value.rcvd.reason == "bye"
+        with pytest.raises(ConnectionClosed):
+            connection.recv(timeout=5.0)
