@@ -1,9 +1,10 @@
 """Step latency of ``gym.make("openenv/chess")`` against the raw protocol and the official client.
 
-All three clients replay the *same* games on the *same* embedded server: the script first records the
-moves of seeded games through our gymnasium env, then replays those seeds and moves with a raw
-``websockets`` client and with ``openenv``'s ``GenericEnvClient.sync()``. The server does identical work
-for each, so the differences are the clients'. Rounds are interleaved to spread machine noise evenly.
+All the clients replay the *same* games on the *same* embedded server: the script first records the
+moves of seeded games through our gymnasium env, then replays those seeds and moves through it, through
+our `Session` alone, with a raw ``websockets`` client and with ``openenv``'s ``GenericEnvClient.sync()``.
+The server does identical work for each, so the differences are the clients'. Rounds are interleaved to
+spread machine noise evenly.
 
 Also measured: cold ``gym.make`` (starting the embedded server) and warm ``gym.make`` (server running).
 
@@ -67,6 +68,29 @@ class GymReplayer:
 
     def close(self) -> None:
         pass
+
+
+class SessionReplayer:
+    """Our `Session` without gymnasium: on loopback it reads replies in this thread (``client/_direct.py``),
+    where the raw client below (websockets' threaded sync client) hands each one over from its reader."""
+
+    def __init__(self, url: str, options: dict[str, Any]) -> None:
+        from openenv_lab.client import Session
+
+        self.options = options
+        self.session = Session(url)
+
+    def replay(self, seed: int, moves: list[str]) -> list[float]:
+        latencies = []
+        self.session.reset(seed=seed, **self.options)
+        for move in moves:
+            start = time.perf_counter()
+            self.session.step({"move": move})
+            latencies.append(time.perf_counter() - start)
+        return latencies
+
+    def close(self) -> None:
+        self.session.close()
 
 
 class RawReplayer:
@@ -159,12 +183,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import_openenv_server()  # the official client lives in openenv.core; import it before timing
     replayers = {
         "ours (gym.make env)": GymReplayer(env),
+        "ours (Session, no gym)": SessionReplayer(url, options),
         "raw websockets": RawReplayer(url, options),
         "official GenericEnvClient": OfficialReplayer(url, options),
     }
     results: dict[str, list[float]] = {name: [] for name in replayers}
     names = list(replayers)
-    # Interleave game by game, rotating who goes first, so machine noise falls evenly on all three.
+    # Interleave game by game, rotating who goes first, so machine noise falls evenly on all of them.
     for round_number in range(args.rounds):
         for game_number, (seed, moves) in enumerate(script):
             shift = (round_number + game_number) % len(names)

@@ -30,7 +30,12 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     report = json.loads(out.read_text())
 
     latency = report["step_latency"]
-    assert set(latency["step"]) == {"ours (gym.make env)", "raw websockets", "official GenericEnvClient"}
+    assert set(latency["step"]) == {
+        "ours (gym.make env)",
+        "ours (Session, no gym)",
+        "raw websockets",
+        "official GenericEnvClient",
+    }
     assert latency["step"]["raw websockets"]["vs_raw"] == 1.0
     assert latency["cold_make_s"] > 0 and latency["warm_make_median_ms"] > 0
 

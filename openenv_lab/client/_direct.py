@@ -1,9 +1,8 @@
 """A WebSocket client connection read in the thread that waits for the reply: `Session`'s loopback path.
 
 websockets' synchronous client reads the socket in a thread of its own and hands each message to the
-thread that called ``recv``. Over loopback that handoff is a large share of a round trip: an echo request
-to our server through `Session` costs ~360 us of wall time with it and ~300 us without it, and ~50 us
-less client CPU (``benchmarks/env_throughput.py`` shows what that does to a whole step).
+thread that called ``recv``. Over loopback that handoff is a noticeable share of a round trip
+(``benchmarks/step_latency.py`` compares `Session` with a raw client on websockets' threaded one).
 `DirectConnection` drives websockets' own sans-I/O protocol (``websockets.client.ClientProtocol``:
 framing, masking, the opening and closing handshakes, ping replies) on a plain socket, and ``recv`` reads
 that socket itself.
