@@ -94,6 +94,13 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
         except Exception as exc:
             return to_json(error(str(exc), "EXECUTION_ERROR")).decode()
 
+    def inline(env: Any) -> bool:
+        """Whether the env's next step runs on the event loop (our environments' quick steps)."""
+        if type(env).step_async is Environment.step_async:
+            return False  # the framework's default: the session's worker thread
+        step_in_thread = getattr(env, "step_in_thread", None)
+        return not (callable(step_in_thread) and step_in_thread())
+
     def check(sessions: list[tuple[str, Any]], entries: Any) -> str | None:
         """What is wrong with a batch as a whole (checked before any of it runs), or None."""
         if not isinstance(entries, list):
@@ -115,7 +122,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             session_id, env = sessions[entry["session"]]
             kind, data = entry.get("type"), entry.get("data")
             data = {} if data is None and kind != "step" else data
-            if kind == "state" or (kind == "step" and _inline(env)):
+            if kind == "state" or (kind == "step" and inline(env)):
                 replies[k] = await handle(session_id, env, kind, data)  # no suspension: as a plain call
             else:
                 waiting.append((k, handle(session_id, env, kind, data)))
@@ -193,13 +200,3 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
 
 async def send(websocket: WebSocket, frame: dict[str, Any]) -> None:
     await websocket.send_text(json.dumps(frame))
-
-
-def _inline(env: Any) -> bool:
-    """Whether the env's next step runs on the event loop (our environments' quick steps)."""
-    from openenv.core.env_server.interfaces import Environment
-
-    if type(env).step_async is Environment.step_async:
-        return False  # the framework's default: the session's worker thread
-    step_in_thread = getattr(env, "step_in_thread", None)
-    return not (callable(step_in_thread) and step_in_thread())

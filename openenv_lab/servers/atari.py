@@ -205,7 +205,7 @@ class AtariEnvironment(ServerEnvironment):
         reward = 0.0
         for _ in range(self._state.frameskip):
             reward += ale.act(ale_action)
-        self._state.step_count += 1
+        self._update_state(step_count=self._state.step_count + 1)
         return self._observation(reward, {})
 
     def describe(self) -> str:

@@ -178,7 +178,7 @@ class ChessEnvironment(ServerEnvironment):
             raise ValueError(
                 f"The game is over ({self._end_reason}, {self._result}); send a reset to start a new one"
             )
-        self._state.step_count += 1
+        self._update_state(step_count=self._state.step_count + 1)
         metadata: dict[str, Any] = {"agent_color": self._state.agent_color}
         try:
             move = chess.Move.from_uci(action.move.strip())
@@ -196,7 +196,7 @@ class ChessEnvironment(ServerEnvironment):
             except BaseException:
                 # Never leave the agent to move the opponent's pieces: take the move back.
                 self._pop()
-                self._state.step_count -= 1
+                self._update_state(step_count=self._state.step_count - 1)
                 raise
             reward = self._check_game_over()
         return self._observation(reward=reward, metadata=metadata)
@@ -229,12 +229,12 @@ class ChessEnvironment(ServerEnvironment):
     def _push(self, move: chess.Move) -> None:
         self._board.push(move)
         self._state.move_history.append(move.uci())
-        self._state.ply += 1
+        self._update_state(ply=self._state.ply + 1)
 
     def _pop(self) -> None:
         self._board.pop()
         self._state.move_history.pop()
-        self._state.ply -= 1
+        self._update_state(ply=self._state.ply - 1)
 
     def _play_opponent(self) -> str:
         if self._opponent is None:
@@ -270,8 +270,8 @@ class ChessEnvironment(ServerEnvironment):
     def _observation(self, *, reward: float, metadata: dict[str, Any]) -> ChessObservation:
         board = self._board
         done = self._end_reason is not None
-        self._state.fen = fen = board.fen()
-        self._state.current_player = _colour_name(board.turn)
+        fen = board.fen()
+        self._update_state(fen=fen, current_player=_colour_name(board.turn))
         metadata["ply"] = self._state.ply
         metadata["fullmove_number"] = board.fullmove_number
         metadata["halfmove_clock"] = board.halfmove_clock

@@ -54,7 +54,7 @@ class EchoEnvironment(ServerEnvironment):
     def step(self, action: EchoAction, timeout_s: float | None = None, **kwargs: Any) -> EchoObservation:
         if self._state.step_count >= self.max_steps:
             raise ValueError("The episode is over; send a reset")
-        self._state.step_count += 1
+        self._update_state(step_count=self._state.step_count + 1)
         done = self._state.step_count >= self.max_steps
         return EchoObservation(
             echoed_message=action.message,

@@ -177,7 +177,7 @@ class FinRLEnvironment(ServerEnvironment):
         if self._sim.at_end or self._sim.ruined:
             raise ValueError("The episode is over; send a reset to trade again")
         state, reward, done = self._sim.step(np.asarray(action.actions, dtype=np.float64))
-        self._state.step_count += 1
+        self._update_state(step_count=self._state.step_count + 1)
         metadata: dict[str, Any] = {}
         if done:
             metadata["end_reason"] = "ruined" if self._sim.ruined else "end_of_data"
@@ -194,8 +194,7 @@ class FinRLEnvironment(ServerEnvironment):
     ) -> FinRLObservation:
         sim = self._sim
         date = str(sim.market.dates[sim.day])
-        self._state.date = date
-        self._state.day = sim.day
+        self._update_state(date=date, day=sim.day)
         metadata.update(cash=sim.cash, holdings=sim.holdings.tolist(), cost=sim.cost, trades=sim.trades)
         return FinRLObservation(
             state=state.tolist(),
