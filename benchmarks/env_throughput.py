@@ -4,8 +4,10 @@ Atari: Pong with frameskip 4 and no sticky actions, driven with the same actions
 ``gym.make("openenv/atari")`` (delta frames, the default; zlib; raw; the official JSON list) and through
 ale-py's own ``gym.make("ALE/Pong-v5")`` in this process. FinRL: random actions on the synthetic market
 through ``gym.make("openenv/finrl")``, against the trading simulator called directly, and against our
-OpenEnv environment class called in process (the server's work without the network). One run,
-interleaved.
+OpenEnv environment class called in process (the server's work without the network). Both also run
+``gym.make("openenv/echo")``, a server that does no work: its round trip is the least any remote step costs
+on this machine, so each table ends with the best ratio a remote env could reach here (the in-process
+work plus that round trip, against the work alone). One run, interleaved.
 
     python benchmarks/env_throughput.py            # about a minute
     python benchmarks/env_throughput.py --quick    # a few seconds, for smoke tests
@@ -44,14 +46,30 @@ def gym_stepper(env: gym.Env, actions: np.ndarray) -> Callable[[int], Any]:
     return step
 
 
+ECHO = "openenv/echo: the round trip alone"
+
+
+def echo_env() -> tuple[gym.Env, list[Any]]:
+    env = gym.make("openenv/echo")
+    env.action_space.seed(0)
+    return env, [env.action_space.sample() for _ in range(100)]
+
+
+def ceiling(rates: dict[str, float], work: str) -> float:
+    """The best steps/s ratio to ``work`` a remote env can reach here: its work plus an empty round trip."""
+    return rates[ECHO] / (rates[ECHO] + rates[work])
+
+
 def atari(steps: int, rounds: int) -> dict[str, float]:
     actions = np.random.default_rng(0).integers(0, 6, 1000)
+    echo, echo_actions = echo_env()
     envs = {
         "in-process ALE/Pong-v5": gym.make("ALE/Pong-v5", repeat_action_probability=0.0),
         "openenv/atari, delta frames": gym.make("openenv/atari", game="pong"),
         "openenv/atari, zlib frames": gym.make("openenv/atari", game="pong", frame_encoding="zlib"),
         "openenv/atari, raw frames": gym.make("openenv/atari", game="pong", frame_encoding="raw"),
         "openenv/atari, JSON frames": gym.make("openenv/atari", game="pong", frame_encoding="json"),
+        ECHO: echo,
     }
     rates: dict[str, list[float]] = {name: [] for name in envs}
     for env in envs.values():
@@ -60,7 +78,8 @@ def atari(steps: int, rounds: int) -> dict[str, float]:
         for name, env in envs.items():
             # JSON frames are ~50x slower: fewer steps keep the run short without changing the rate.
             count = max(20, steps // 20) if "JSON" in name else steps
-            rates[name].append(steps_per_second(gym_stepper(env, actions), count))
+            stepper = gym_stepper(env, echo_actions if name == ECHO else actions)
+            rates[name].append(steps_per_second(stepper, count))
     for env in envs.values():
         env.close()
     return {name: float(np.median(values)) for name, values in rates.items()}
@@ -72,6 +91,7 @@ def finrl(steps: int, rounds: int) -> dict[str, float]:
 
     actions = np.random.default_rng(0).uniform(-1, 1, (1000, 5)).astype(np.float32)
     env = gym.make("openenv/finrl")
+    echo, echo_actions = echo_env()
     market = load_market()
     simulator = StockTradingSimulator(market.splits["train"], market.config)
     environment = FinRLEnvironment(market)
@@ -88,8 +108,10 @@ def finrl(steps: int, rounds: int) -> dict[str, float]:
         "in-process simulator": simulate,
         "in-process OpenEnv environment class": environment_step,
         "openenv/finrl (gym.make)": gym_stepper(env, actions),
+        ECHO: gym_stepper(echo, echo_actions),
     }
     env.reset(seed=0)
+    echo.reset(seed=0)
     simulator.reset()
     environment.reset()
     rates: dict[str, list[float]] = {name: [] for name in runners}
@@ -97,6 +119,7 @@ def finrl(steps: int, rounds: int) -> dict[str, float]:
         for name, runner in runners.items():
             rates[name].append(steps_per_second(runner, steps))
     env.close()
+    echo.close()
     return {name: float(np.median(values)) for name, values in rates.items()}
 
 
@@ -135,9 +158,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"openenv_lab {report['openenv_lab']}, Python {report['python']}, {report['machine']}; one env each"
     )
     table("Atari (Pong, frameskip 4)", atari_rates, "in-process ALE/Pong-v5")
+    print(
+        f"{'best a remote env could do here (its work + the round trip)':<68}"
+        f"{ceiling(atari_rates, 'in-process ALE/Pong-v5'):.2f}"
+    )
     table("FinRL (5 tickers, synthetic market)", finrl_rates, "in-process simulator")
-    ratio = finrl_rates["openenv/finrl (gym.make)"] / finrl_rates["in-process OpenEnv environment class"]
+    work = "in-process OpenEnv environment class"
+    ratio = finrl_rates["openenv/finrl (gym.make)"] / finrl_rates[work]
     print(f"{'openenv/finrl vs the in-process environment class':<68}{ratio:.2f}")
+    print(f"{'best a remote env could do here vs the environment class':<68}{ceiling(finrl_rates, work):.2f}")
+    report["ceilings"] = {
+        "atari_vs_in_process": ceiling(atari_rates, "in-process ALE/Pong-v5"),
+        "finrl_vs_environment_class": ceiling(finrl_rates, work),
+    }
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)
