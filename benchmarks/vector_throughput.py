@@ -6,7 +6,10 @@ process, all its threads) and server CPU time per environment step (the server p
 ``AsyncVectorEnv`` starts one process per sub-environment, so it is measured up to N=16. "send/recv" is
 our EnvPool-style API kept busy: all N sub-environments in flight, each ``recv`` takes the first half
 that answered and sends them their next actions at once. "ours/N=1" compares with our vector env of one
-session, "ours/lone" with a lone ``gym.make`` env (``SyncVectorEnv`` over one env).
+session, "ours/lone" with a lone ``gym.make`` env (``SyncVectorEnv`` over one env). "make_vec (loop)" is
+our vector env as it runs against servers elsewhere: the sessions' connection driven by an asyncio event
+loop in a background thread, where on this machine the calling thread reads it itself (`SyncChannel`);
+"ours/loop" compares the two.
 
     python benchmarks/vector_throughput.py            # a few minutes
     python benchmarks/vector_throughput.py --quick    # seconds, for smoke tests
@@ -129,8 +132,21 @@ def makers(spec: dict[str, Any], url: str, n: int, async_limit: int) -> dict[str
     def single() -> gym.Env:
         return gym.make(spec["id"], base_url=url, **spec["options"])
 
+    def ours() -> gym.vector.VectorEnv:
+        return gym.make_vec(spec["id"], num_envs=n, base_url=url, **spec["options"])
+
+    def on_the_loop() -> gym.vector.VectorEnv:
+        from openenv_lab.envs import vector
+
+        vector._SYNC_CHANNELS = False  # what a server on another machine gets
+        try:
+            return ours()
+        finally:
+            vector._SYNC_CHANNELS = True
+
     contenders: dict[str, Callable[[], Any]] = {
-        "make_vec (ours)": lambda: gym.make_vec(spec["id"], num_envs=n, base_url=url, **spec["options"]),
+        "make_vec (ours)": ours,
+        "make_vec (loop)": on_the_loop,
         "SyncVectorEnv": lambda: gym.vector.SyncVectorEnv([single] * n),
     }
     if n <= async_limit:
@@ -161,8 +177,18 @@ def run(sizes: list[int], steps: int, async_limit: int, names: list[str]) -> dic
 def print_table(results: dict[str, Any]) -> None:
     for name, by_size in results.items():
         print(f"\n{name}: environment steps per second (client CPU / server CPU per step, microseconds)")
-        columns = ("make_vec (ours)", "send/recv (ours)", "SyncVectorEnv", "AsyncVectorEnv")
-        print(f"{'N':>4}  " + "  ".join(f"{c:>26}" for c in columns) + "  ours/async  ours/N=1  ours/lone")
+        columns = (
+            "make_vec (ours)",
+            "make_vec (loop)",
+            "send/recv (ours)",
+            "SyncVectorEnv",
+            "AsyncVectorEnv",
+        )
+        print(
+            f"{'N':>4}  "
+            + "  ".join(f"{c:>26}" for c in columns)
+            + "  ours/async  ours/N=1  ours/lone  ours/loop"
+        )
         first = by_size[next(iter(by_size))]
         base = first["make_vec (ours)"]["steps_per_s"]
         # A lone gym.make env: SyncVectorEnv over one env, measured when the sizes start at 1.
@@ -186,7 +212,9 @@ def print_table(results: dict[str, Any]) -> None:
                 f"{ours / rows['AsyncVectorEnv']['steps_per_s']:.2f}" if "AsyncVectorEnv" in rows else "-"
             )
             vs_lone = f"{ours / lone:.2f}" if lone else "-"
-            print(f"{n:>4}  {'  '.join(cells)}  {vs_async:>10}  {ours / base:>8.2f}  {vs_lone:>9}")
+            vs_loop = ours / rows["make_vec (loop)"]["steps_per_s"]
+            ratios = f"{vs_async:>10}  {ours / base:>8.2f}  {vs_lone:>9}  {vs_loop:>9.2f}"
+            print(f"{n:>4}  {'  '.join(cells)}  {ratios}")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

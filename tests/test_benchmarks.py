@@ -41,6 +41,7 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
 
     vector = report["vector_throughput"]["results"]
     assert set(vector) == {"echo", "chess"}
+    assert "ours/loop" in completed.stdout and vector["echo"]["4"]["make_vec (loop)"]["steps_per_s"] > 0
     row = vector["echo"]["4"]["make_vec (ours)"]
     assert row["steps_per_s"] > 0 and row["client_cpu_us_per_step"] > 0
     assert "server_cpu_us_per_step" in row  # /proc is there on the build machines

@@ -192,6 +192,15 @@ class DirectConnection:
         """Whether the TCP connection is closed."""
         return self._socket_closed
 
+    def has_message(self) -> bool:
+        """Whether `recv` returns at once: a message is waiting (the keepalive thread may have read it),
+        or the connection closed (which `recv` reports). Otherwise wait on `fileno` becoming readable."""
+        return bool(self._messages) or self._socket_closed
+
+    def fileno(self) -> int:
+        """The socket's file descriptor, for ``select`` over several connections (-1 once closed)."""
+        return self._sock.fileno()
+
     def __enter__(self) -> DirectConnection:
         return self
 

@@ -5,7 +5,8 @@ messages each way; the server's per-message work then bounds the throughput. Our
 ``/ws/batch`` (announced by ``GET /capacity``), where one connection holds N sessions and one message
 carries a request for each (see ``openenv_lab/servers/_batch.py`` for the format). A `Channel` is such
 a connection; its `BatchedSession`\\ s stand in for `AsyncSession`\\ s, and `exchange` sends one frame
-per channel for all of its sessions' requests.
+per channel for all of its sessions' requests. A `SyncChannel` is the same connection without asyncio,
+read by the thread that waits for the replies (`DirectConnection`), for servers on this machine.
 
 Replies come back in the order the frames went out, so several batches may be in flight on one channel
 (``send``/``recv``); a reader task hands each reply to the batch that waits for it.
@@ -23,12 +24,13 @@ from websockets.exceptions import ConnectionClosed
 
 from . import _protocol
 from ._config import Keepalive, Timeouts
+from ._direct import DirectConnection
 from ._protocol import StepResult
-from ._urls import http_url, ws_url
+from ._urls import http_url, is_loopback, ws_url
 from .errors import ProtocolError, SessionClosed
-from .session import connect_error, connect_options, transport_error
+from .session import connect_error, connect_options, direct_connection, transport_error
 
-__all__ = ["BatchedSession", "Channel"]
+__all__ = ["BatchedSession", "Channel", "SyncBatchedSession", "SyncChannel"]
 
 
 async def _within(awaitable: Any, seconds: float) -> Any:
@@ -199,20 +201,26 @@ class Channel:
         return f"<Channel {self.url} {len(self.sessions)} sessions {'closed' if self.closed else 'open'}>"
 
 
-class BatchedSession:
-    """Session ``index`` of a `Channel`: `AsyncSession`'s ``reset``/``step``/``state``/``close``, over the
-    channel's connection. Closing one closes the whole channel (its sessions end together)."""
+class _ChannelSeat:
+    """Session ``index`` of a channel: where a sub-environment's requests go."""
 
-    def __init__(self, channel: Channel, index: int) -> None:
+    def __init__(self, channel: Any, index: int) -> None:
         self.channel = channel
         self.index = index
-        self.base_url = channel.base_url
-        self.url = channel.url
-        self.timeouts = channel.timeouts
+        self.base_url: str = channel.base_url
+        self.url: str = channel.url
+        self.timeouts: Timeouts = channel.timeouts
 
     @property
     def closed(self) -> bool:
-        return self.channel.closed
+        return bool(self.channel.closed)
+
+
+class BatchedSession(_ChannelSeat):
+    """Session ``index`` of a `Channel`: `AsyncSession`'s ``reset``/``step``/``state``/``close``, over the
+    channel's connection. Closing one closes the whole channel (its sessions end together)."""
+
+    channel: Channel
 
     async def reset(self, **kwargs: Any) -> StepResult:
         return await self._observation("reset", kwargs)
@@ -238,3 +246,157 @@ class BatchedSession:
 def read_observation(reply: Any, url: str) -> StepResult:
     """One entry of a batch's replies as a `StepResult` (or the error it carries, raised)."""
     return _protocol.parse_observation(_protocol.reply_data(reply, expected="observation", url=url), url=url)
+
+
+class SyncChannel:
+    """`Channel` without asyncio: one WebSocket to a server's batch route, read by the calling thread.
+
+    For ``ws://`` servers on this machine (`usable`), where the hand-over of each reply from an event-loop
+    thread costs as much as the server's work for 16 cheap environments (``benchmarks/vector_throughput.py``).
+    Batches go out with `submit` and their replies come back, oldest first, from `receive`; `request` does
+    both. Any failure of the connection (a timeout, a close, an interrupt, a refused batch) closes the
+    channel: replies still on their way could no longer be matched to their batches. Not thread-safe.
+
+    Example:
+        >>> from openenv_lab.client.batch import SyncChannel
+        >>> from openenv_lab.launch import EmbeddedServer
+        >>> with EmbeddedServer("echo") as server:
+        ...     channel = SyncChannel(server.base_url, "/ws/batch", 2)
+        ...     replies = channel.request([(0, "reset", {"seed": 0}), (1, "step", {"message": "hi"})])
+        ...     channel.close()
+        >>> [reply["data"]["observation"].get("message_length") for reply in replies]
+        [0, 2]
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        route: str,
+        size: int,
+        *,
+        timeouts: Timeouts | float | None = None,
+        keepalive: Keepalive | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"A channel holds at least one session, got {size}")
+        self.base_url = http_url(base_url)
+        self.url = ws_url(self.base_url, query=f"sessions={size}", route=route)
+        self.timeouts = Timeouts.of(timeouts)
+        self.sessions = [SyncBatchedSession(self, i) for i in range(size)]
+        self._pending: collections.deque[int] = collections.deque()  # each batch's entry count, oldest first
+        self._failure: Exception | None = None
+        self._ws: DirectConnection | None = None
+        try:
+            self._ws = direct_connection(self.url, self.timeouts, keepalive or Keepalive(), headers)
+        except Exception as exc:
+            raise connect_error(exc, self.base_url, self.url, self.timeouts) from None
+        try:  # capacity and protocol errors surface here, as for `Channel.open`
+            for reply in self.request([(i, "state", None) for i in range(size)]):
+                _protocol.reply_data(reply, expected="state", url=self.url)
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def usable(base_url: str) -> bool:
+        """Whether a `SyncChannel` can reach ``base_url``: plain ``ws://`` to this machine."""
+        return ws_url(http_url(base_url)).startswith("ws://") and is_loopback(base_url)
+
+    @property
+    def closed(self) -> bool:
+        return self._ws is None
+
+    @property
+    def in_flight(self) -> int:
+        """Batches sent whose replies have not been received yet."""
+        return len(self._pending)
+
+    def submit(self, entries: list[tuple[int, str, dict[str, Any] | None]]) -> None:
+        """Send one batch of ``(session, kind, data)`` requests; `receive` returns its replies."""
+        ws = self._ws
+        if ws is None:
+            raise self._closed_error()
+        frame = _protocol.batch_frame(entries)  # first: an action that cannot be sent leaves no reply slot
+        self._pending.append(len(entries))
+        try:
+            with contextlib.suppress(ConnectionClosed):  # the server may have said why: `receive` reads it
+                ws.send(frame)
+        except BaseException:  # interrupted half-way (Ctrl+C): the stream can no longer be trusted
+            self._drop()
+            raise
+
+    def receive(self) -> list[Any]:
+        """The replies to the oldest batch in flight (one per entry, for `read_observation`), within
+        ``timeouts.request``."""
+        ws = self._ws
+        if ws is None:
+            raise self._closed_error()
+        if not self._pending:
+            raise ProtocolError(f"No batch is in flight on {self.url}: submit one first", url=self.url)
+        try:
+            raw = ws.recv(timeout=self.timeouts.request)
+        except (TimeoutError, ConnectionClosed) as exc:
+            self._drop()
+            raise transport_error(exc, self.url, self.timeouts) from None
+        except BaseException:
+            self._drop()  # interrupted while waiting: its reply would pass for the next batch's
+            raise
+        try:
+            return _protocol.parse_batch(raw, count=self._pending.popleft(), url=self.url)
+        except Exception:  # the whole batch was refused (or garbled): nothing after it can be trusted
+            self._drop()
+            raise
+
+    def request(self, entries: list[tuple[int, str, dict[str, Any] | None]]) -> list[Any]:
+        """`submit` one batch and `receive` its replies."""
+        self.submit(entries)
+        return self.receive()
+
+    def has_reply(self) -> bool:
+        """Whether `receive` returns (or raises) at once; otherwise wait for `fileno` to be readable."""
+        return self._ws is None or self._ws.has_message()
+
+    def fileno(self) -> int:
+        return -1 if self._ws is None else self._ws.fileno()
+
+    def close(self) -> None:
+        """End every session of the channel and free their slots. Safe to call more than once."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            with contextlib.suppress(ConnectionClosed, OSError):
+                ws.send(_protocol.close_frame())
+            ws.close()
+        self._pending.clear()
+        if self._failure is None:
+            self._failure = SessionClosed(
+                f"The sessions with {self.url} are closed; open new ones.", url=self.url
+            )
+
+    def _drop(self) -> None:
+        """Close after a failed or interrupted request; later calls say the sessions were dropped."""
+        if self._failure is None:
+            self._failure = SessionClosed(
+                f"The sessions with {self.url} were dropped after a request failed or was interrupted; "
+                "open new ones.",
+                url=self.url,
+            )
+        ws, self._ws = self._ws, None
+        self._pending.clear()
+        if ws is not None:
+            ws.close()
+
+    def _closed_error(self) -> Exception:
+        return self._failure or SessionClosed(f"The sessions with {self.url} are closed.", url=self.url)
+
+    def __repr__(self) -> str:
+        return f"<SyncChannel {self.url} {len(self.sessions)} sessions {'closed' if self.closed else 'open'}>"
+
+
+class SyncBatchedSession(_ChannelSeat):
+    """Session ``index`` of a `SyncChannel` (its channel does the talking, for all its sessions at once)."""
+
+    channel: SyncChannel
+
+    def __repr__(self) -> str:
+        return f"<SyncBatchedSession {self.index} of {self.channel!r}>"

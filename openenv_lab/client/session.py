@@ -76,16 +76,7 @@ class Session:
         try:
             if self.url.startswith("ws://") and is_loopback(self.base_url) and compression is None:
                 # Replies read by the thread that waits for them: no hand-over from a reader thread.
-                connection: Any = DirectConnection.connect(
-                    self.url,
-                    open_timeout=self.timeouts.connect,
-                    close_timeout=self.timeouts.close,
-                    send_timeout=self.timeouts.request,
-                    ping_interval=keepalive.interval,
-                    ping_timeout=keepalive.timeout,
-                    max_size=MAX_FRAME_BYTES,
-                    additional_headers=headers,
-                )
+                connection: Any = direct_connection(self.url, self.timeouts, keepalive, headers)
             else:
                 options = connect_options(self.base_url, self.timeouts, keepalive, headers, compression)
                 connection = connect(self.url, **options)
@@ -182,6 +173,22 @@ class Session:
         if self._ws is not None:
             self._ws = None
             self._finalizer()
+
+
+def direct_connection(
+    url: str, timeouts: Timeouts, keepalive: Keepalive, headers: dict[str, str] | None
+) -> DirectConnection:
+    """A `DirectConnection` to ``url`` with a session's timeouts and keepalive (errors as websockets')."""
+    return DirectConnection.connect(
+        url,
+        open_timeout=timeouts.connect,
+        close_timeout=timeouts.close,
+        send_timeout=timeouts.request,
+        ping_interval=keepalive.interval,
+        ping_timeout=keepalive.timeout,
+        max_size=MAX_FRAME_BYTES,
+        additional_headers=headers,
+    )
 
 
 def connect_options(

@@ -1,8 +1,11 @@
-"""`Channel` and `BatchedSession`: many sessions over one WebSocket (``/ws/batch``), against real servers."""
+"""`Channel`, `BatchedSession` and `SyncChannel`: many sessions over one WebSocket (``/ws/batch``), against
+real servers."""
 
 from __future__ import annotations
 
 import asyncio
+import select
+import signal
 
 import pytest
 
@@ -16,7 +19,7 @@ from openenv_lab.client import (
     Timeouts,
 )
 from openenv_lab.client.async_session import AsyncSession, exchange
-from openenv_lab.client.batch import Channel
+from openenv_lab.client.batch import Channel, SyncChannel, read_observation
 from openenv_lab.launch import EmbeddedServer
 from tests.peers.raw_servers import SilentBatchServer
 
@@ -163,3 +166,116 @@ def test_an_action_that_cannot_be_sent_leaves_the_channel_usable(echo):
             await channel.close()
 
     assert run(play()) == 10
+
+
+# ---------------------------------------------------------------- SyncChannel: the same, without asyncio
+
+
+def test_a_sync_channel_plays_like_a_channel(echo):
+    assert SyncChannel.usable(echo) and not SyncChannel.usable("https://example.org")
+    channel = SyncChannel(echo, "/ws/batch", 2, timeouts=Timeouts(request=5))
+    try:
+        first, _ = channel.request([(0, "reset", {"seed": 3}), (1, "reset", {})])
+        assert read_observation(first, channel.url).metadata == {"seed": 3}
+        refused, stepped = channel.request([(0, "step", {"nope": 1}), (1, "step", {"message": "four"})])
+        with pytest.raises(ServerError, match="VALIDATION_ERROR"):
+            read_observation(refused, channel.url)
+        assert read_observation(stepped, channel.url).observation["message_length"] == 4
+        # Two batches in flight: their replies come back oldest first.
+        channel.submit([(0, "step", {"message": "a"})])
+        channel.submit([(0, "step", {"message": "bb"}), (1, "state", None)])
+        assert channel.in_flight == 2
+        (a,) = channel.receive()
+        bb, state = channel.receive()
+        assert read_observation(a, channel.url).observation["message_length"] == 1
+        assert read_observation(bb, channel.url).observation["message_length"] == 2
+        assert state["data"]["step_count"] == 1  # the refused step did not count
+        with Client(echo) as client:
+            assert client.capacity()["active_sessions"] == 2
+    finally:
+        channel.close()
+    assert channel.closed and channel.has_reply() and channel.fileno() == -1
+    with pytest.raises(SessionClosed, match="are closed"):
+        channel.request([(0, "state", None)])
+    with Client(echo) as client:
+        assert client.capacity()["active_sessions"] == 0
+
+
+def test_a_sync_channel_can_be_waited_on_with_select(echo):
+    channel = SyncChannel(echo, "/ws/batch", 1)
+    try:
+        assert not channel.has_reply()
+        channel.submit([(0, "reset", {})])
+        readable, _, _ = select.select([channel], [], [], 5)
+        assert readable == [channel]
+        (reply,) = channel.receive()
+        assert reply["type"] == "observation"
+    finally:
+        channel.close()
+
+
+def test_a_sync_channel_for_more_sessions_than_the_server_has_is_a_capacity_error(echo):
+    with pytest.raises(CapacityError, match="is full"):
+        SyncChannel(echo, "/ws/batch", 7)
+    with Client(echo) as client:
+        assert client.capacity()["active_sessions"] == 0
+
+
+def test_a_silent_server_times_out_the_sync_channel_and_closes_it():
+    with SilentBatchServer() as server:
+        channel = SyncChannel(server.url, "/ws/batch", 2, timeouts=Timeouts(request=0.3, close=0.5))
+        with pytest.raises(Timeout, match=r"did not reply within 0\.3 s"):
+            channel.request([(0, "step", {})])
+        assert channel.closed and channel.in_flight == 0
+        with pytest.raises(SessionClosed, match="dropped"):
+            channel.request([(1, "step", {})])
+
+
+def test_a_sync_channel_interrupted_while_waiting_is_dropped():
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    with SilentBatchServer() as server:
+        channel = SyncChannel(server.url, "/ws/batch", 1, timeouts=Timeouts(request=5, close=0.5))
+        previous = signal.signal(signal.SIGALRM, interrupt)
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                channel.request([(0, "step", {})])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert channel.closed  # its reply, if it came, would pass for the next batch's
+        with pytest.raises(SessionClosed, match="dropped"):
+            channel.request([(0, "step", {})])
+
+
+def test_a_sync_reply_with_the_wrong_number_of_entries_is_a_protocol_error():
+    with SilentBatchServer(short=True) as server:
+        channel = SyncChannel(server.url, "/ws/batch", 2, timeouts=Timeouts(request=2, close=0.5))
+        with pytest.raises(ProtocolError, match="answered a batch of 2 requests"):
+            channel.request([(0, "state", None), (1, "state", None)])
+        assert channel.closed
+
+
+def test_a_server_that_dies_fails_the_sync_channel():
+    server = EmbeddedServer("echo")
+    channel = SyncChannel(server.start(), "/ws/batch", 2, timeouts=Timeouts(request=10, close=0.5))
+    channel.request([(0, "reset", {})])
+    server.stop()
+    with pytest.raises(SessionClosed, match="closed during the session"):
+        channel.request([(0, "step", {"message": "x"})])
+    assert channel.closed
+
+
+def test_an_action_that_cannot_be_sent_leaves_the_sync_channel_usable(echo):
+    channel = SyncChannel(echo, "/ws/batch", 1, timeouts=Timeouts(request=5))
+    try:
+        channel.request([(0, "reset", {})])
+        with pytest.raises(ValueError):
+            channel.submit([(0, "step", {"message": float("nan")})])  # not JSON: never sent
+        assert channel.in_flight == 0
+        (reply,) = channel.request([(0, "step", {"message": "still here"})])
+        assert read_observation(reply, channel.url).observation["message_length"] == 10
+    finally:
+        channel.close()

@@ -16,10 +16,20 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 import openenv_lab
 from openenv_lab.client import CapacityError, ConnectError, OpenEnvError, SessionClosed, Timeout
 from openenv_lab.client.async_session import AsyncSession
-from openenv_lab.client.batch import BatchedSession
+from openenv_lab.client.batch import BatchedSession, SyncBatchedSession
 from openenv_lab.envs import OpenEnvVectorEnv
+from openenv_lab.envs import vector as vector_module
+from openenv_lab.envs.vector import add_info
 from openenv_lab.launch import EmbeddedServer
 from tests.conftest import HANG
+
+
+@pytest.fixture(params=["sync", "asyncio"])
+def channels(request, monkeypatch):
+    """Sessions on our loopback servers over `SyncChannel` (what they get) or asyncio's `Channel` (what
+    remote servers get): the tests that use this fixture hold both to the same behaviour."""
+    monkeypatch.setattr(vector_module, "_SYNC_CHANNELS", request.param == "sync")
+    return SyncBatchedSession if request.param == "sync" else BatchedSession
 
 
 def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
@@ -29,12 +39,21 @@ def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    ("multiplex", "num_envs"),
-    [(True, 3), (False, 3), (True, 8)],  # 8: a step goes out in two halves
-    ids=["one-connection", "connection-per-session", "one-connection-in-halves"],
+    ("multiplex", "num_envs", "sync"),
+    [(True, 3, True), (True, 3, False), (False, 3, False), (True, 8, True), (True, 8, False)],
+    ids=[  # 8: a step goes out in two halves
+        "sync-channel",
+        "asyncio-channel",
+        "connection-per-session",
+        "sync-channel-in-halves",
+        "asyncio-channel-in-halves",
+    ],
 )
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
-def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode, multiplex, num_envs):
+def test_same_results_as_sync_vector_env_on_the_same_seeds(
+    chess_url, mode, multiplex, num_envs, sync, monkeypatch
+):
+    monkeypatch.setattr(vector_module, "_SYNC_CHANNELS", sync)
     options = {"opponent": "greedy", "max_moves": 12}  # short games: several autoresets
     ours = gym.make_vec(
         "openenv/chess", num_envs=num_envs, autoreset_mode=mode, multiplex=multiplex, **options
@@ -43,6 +62,8 @@ def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode, mult
         [lambda: gym.make("openenv/chess", **options) for _ in range(num_envs)], autoreset_mode=mode
     )
     assert isinstance(ours, OpenEnvVectorEnv)
+    kind = (SyncBatchedSession if sync else BatchedSession) if multiplex else AsyncSession
+    assert all(type(session) is kind for session in ours._sessions)
     assert ours.metadata["autoreset_mode"] == reference.metadata["autoreset_mode"] == mode
     assert ours.observation_space == reference.observation_space
     assert ours.action_space == reference.action_space
@@ -63,10 +84,10 @@ def test_same_results_as_sync_vector_env_on_the_same_seeds(chess_url, mode, mult
     reference.close()
 
 
-def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official_counter):
+def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official_counter, channels):
     envs = gym.make_vec("openenv/chess", num_envs=3, base_url=chess_url)
-    channels = {id(session.channel) for session in envs._sessions}
-    assert len(channels) == 1 and all(isinstance(s, BatchedSession) for s in envs._sessions)
+    connections = {id(session.channel) for session in envs._sessions}
+    assert len(connections) == 1 and all(type(s) is channels for s in envs._sessions)
     assert openenv_lab.Client(chess_url).capacity()["active_sessions"] == 3
     envs.close()
     assert openenv_lab.Client(chess_url).capacity()["active_sessions"] == 0
@@ -88,7 +109,7 @@ def test_a_reset_mask_that_chooses_none_resets_nothing(chess_url):
     envs.close()
 
 
-def test_a_step_that_fails_while_its_second_half_is_in_flight_closes_the_env(chess_url):
+def test_a_step_that_fails_while_its_second_half_is_in_flight_closes_the_env(chess_url, channels):
     envs = gym.make_vec("openenv/chess", num_envs=8, agent_color="white")
     obs, _ = envs.reset(seed=0)
 
@@ -214,7 +235,9 @@ def test_a_server_that_is_down_is_named(chess_url):
 
 
 @pytest.mark.parametrize("num_envs", [2, 8])  # 8: the step goes out in two halves
-def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(chess_url, num_envs):
+def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(
+    chess_url, num_envs, channels
+):
     with EmbeddedServer("chess") as dying:
         envs = gym.make_vec("openenv/chess", num_envs=num_envs, base_urls=[chess_url, dying.base_url])
         obs, _ = envs.reset(seed=0)
@@ -272,6 +295,73 @@ def test_an_interrupted_step_closes_every_session(hanging_counter):
         OpenEnvError, match=r"closed \(a step was interrupted \(KeyboardInterrupt\).*make a new"
     ):
         envs.step(np.array([1, 1, 1]))
+
+
+@pytest.fixture(scope="module")
+def slow_chess():
+    """Chess whose opponent searches for about half a second a move (minimax, depth 4)."""
+    with EmbeddedServer("chess", opponent="minimax", opponent_depth=4) as server:
+        yield server.base_url
+
+
+def test_a_slow_step_on_a_sync_channel_times_out_naming_the_sub_environment(slow_chess):
+    envs = gym.make_vec("openenv/chess", num_envs=2, base_url=slow_chess, agent_color="white")
+    assert all(isinstance(s, SyncBatchedSession) for s in envs._sessions)
+    obs, _ = envs.reset(seed=0)
+    for channel in envs._sync_channels:  # now, not at make_vec: opening and resetting take longer
+        channel.timeouts = openenv_lab.Timeouts(request=0.25)
+    started = time.monotonic()
+    with pytest.raises(Timeout, match=r"Sub-environment 0 \(server http://.*did not reply within 0\.25 s"):
+        envs.step(masked_actions(envs, obs, np.random.default_rng(0)))
+    assert time.monotonic() - started < 5
+    assert envs.closed and all(s.closed for s in envs._sessions or [])
+    wait_until_no_sessions(slow_chess)
+
+
+def test_an_interrupted_step_on_a_sync_channel_closes_every_session(slow_chess):
+    envs = gym.make_vec("openenv/chess", num_envs=2, base_url=slow_chess, agent_color="white")
+    sessions = list(envs._sessions)
+    assert all(isinstance(s, SyncBatchedSession) for s in sessions)
+    obs, _ = envs.reset(seed=0)
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)  # Ctrl+C while the opponents think
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            envs.step(masked_actions(envs, obs, np.random.default_rng(0)))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert envs.closed and all(s.closed for s in sessions)
+    with pytest.raises(OpenEnvError, match=r"closed \(a step was interrupted \(KeyboardInterrupt\)"):
+        envs.step(np.array([1, 1]))
+    wait_until_no_sessions(slow_chess)
+
+
+def test_vector_envs_dropped_without_close_free_their_sessions(channels):
+    """Running a notebook cell again rebinds ``envs``: the dropped env's sessions go back to the server."""
+    with EmbeddedServer("echo", max_sessions=8) as server:
+        threads = []
+        for _ in range(4):  # if dropped envs kept their sessions, the third would find the server full
+            envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
+            assert all(type(s) is channels for s in envs._sessions)
+            envs.reset(seed=0)
+            threads.append(envs._loop._thread)
+        del envs
+        for thread in threads:
+            thread.join(5)
+            assert not thread.is_alive()  # their event-loop threads ended too
+        wait_until_no_sessions(server.base_url)
+
+
+def wait_until_no_sessions(url: str) -> None:
+    deadline = time.monotonic() + 10
+    while openenv_lab.Client(url).capacity()["active_sessions"] != 0:
+        assert time.monotonic() < deadline, "the sessions were not closed"
+        time.sleep(0.05)
 
 
 def all_closed(sessions) -> bool:
@@ -341,7 +431,7 @@ def test_works_inside_a_running_event_loop(chess_url):
     assert asyncio.run(inside()) == (2, 19, 8, 8)
 
 
-def test_send_recv_gives_the_same_results_as_step(chess_url):
+def test_send_recv_gives_the_same_results_as_step(chess_url, channels):
     """EnvPool-style: send all, recv all, results put back in env order equal `step`'s on the same seeds."""
     options = {"opponent": "greedy", "max_moves": 12}
     ours = gym.make_vec("openenv/chess", num_envs=3, **options)
@@ -372,7 +462,7 @@ def _take(batch, order):
     return batch[order]
 
 
-def test_recv_returns_whichever_finished_first():
+def test_recv_returns_whichever_finished_first(channels):
     with (
         EmbeddedServer("chess") as fast,
         EmbeddedServer("chess", opponent="minimax", opponent_depth=3) as slow,
@@ -383,6 +473,7 @@ def test_recv_returns_whichever_finished_first():
         obs_fast, rewards, *_, infos = envs.recv(batch_size=1)
         assert infos["env_id"].tolist() == [1]  # env 0 waits for the minimax opponent
         assert obs_fast["board"].shape == (1, 19, 8, 8) and rewards.shape == (1,)
+        assert infos["fen"].shape == infos["_fen"].shape == (1,)  # info rows are the batch's rows too
         with pytest.raises(ValueError, match="Sub-environment 0 has a step in flight"):
             envs.send(np.array([0]), env_ids=[0])
         with pytest.raises(ValueError, match="in flight: recv"):
@@ -408,3 +499,35 @@ def test_a_server_dying_during_send_recv_names_the_sub_environment(chess_url):
         with pytest.raises(SessionClosed, match=r"Sub-environment 1 \(server http://127\.0\.0\.1"):
             envs.recv()
     assert envs.closed
+
+
+def test_infos_are_batched_exactly_as_gymnasium_batches_them():
+    """`add_info` (ours, without gymnasium's allocations) against ``VectorEnv._add_info`` itself."""
+    final = {"board": np.ones((2, 2))}
+    infos = [
+        {"n": 1, "x": 0.5, "flag": True, "name": "a", "arr": np.arange(3), "nested": {"k": np.int8(3)}},
+        {"x": 2.0, "extra": None, "nested": {"k": np.int8(-1), "deeper": {"s": "z"}}, "final_obs": final},
+        {},
+        {"n": 7, "name": ("tuple", 1), "arr": np.ones(3), "flag": False, "_n": 5, "final_info": {"n": 2}},
+    ]
+
+    class Reference(gym.vector.VectorEnv):
+        num_envs = len(infos)
+
+    reference: dict = {}
+    ours: dict = {}
+    for i, info in enumerate(infos):
+        reference = Reference()._add_info(reference, info, i)
+        ours = add_info(ours, info, i, len(infos))
+
+    def same(a, b):
+        if isinstance(a, dict):
+            assert isinstance(b, dict) and list(a) == list(b)
+            for key in a:
+                same(a[key], b[key])
+        else:
+            assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+            assert data_equivalence(a, b)
+
+    same(ours, reference)
+    assert ours["final_obs"][1] is final
