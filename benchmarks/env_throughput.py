@@ -4,7 +4,8 @@ Atari: Pong with frameskip 4 and no sticky actions, driven with the same actions
 ``gym.make("openenv/atari")`` (delta frames, the default; zlib; raw; the official JSON list) and through
 ale-py's own ``gym.make("ALE/Pong-v5")`` in this process. FinRL: random actions on the synthetic market
 through ``gym.make("openenv/finrl")``, against the trading simulator called directly, and against our
-OpenEnv environment class called in process (the server's work without the network). Both also run
+OpenEnv environment class called in process (the server's work without the network), and through a
+vector env of 16 (``gym.make_vec``: all its environment steps counted). Both also run
 ``gym.make("openenv/echo")``, a server that does no work: its round trip is the least any remote step costs
 on this machine, so each table ends with the best ratio a remote env could reach here (the in-process
 work plus that round trip, against the work alone). One run, interleaved.
@@ -47,6 +48,8 @@ def gym_stepper(env: gym.Env, actions: np.ndarray) -> Callable[[int], Any]:
 
 
 ECHO = "openenv/echo: the round trip alone"
+VECTOR_ENVS = 16
+VECTOR = f"openenv/finrl, make_vec of {VECTOR_ENVS}"
 
 
 def echo_env() -> tuple[gym.Env, list[Any]]:
@@ -104,13 +107,22 @@ def finrl(steps: int, rounds: int) -> dict[str, float]:
         if environment.step(FinRLAction(actions=actions[i % len(actions)].tolist())).done:
             environment.reset()
 
+    vector = gym.make_vec("openenv/finrl", num_envs=VECTOR_ENVS)
+    batches = np.random.default_rng(1).uniform(-1, 1, (100, VECTOR_ENVS, 5)).astype(np.float32)
+
+    def vector_step(i: int) -> None:
+        if i % VECTOR_ENVS == 0:  # one vector step makes VECTOR_ENVS environment steps
+            vector.step(batches[(i // VECTOR_ENVS) % len(batches)])
+
     runners = {
         "in-process simulator": simulate,
         "in-process OpenEnv environment class": environment_step,
         "openenv/finrl (gym.make)": gym_stepper(env, actions),
         ECHO: gym_stepper(echo, echo_actions),
+        VECTOR: vector_step,
     }
     env.reset(seed=0)
+    vector.reset(seed=0)
     echo.reset(seed=0)
     simulator.reset()
     environment.reset()
@@ -120,6 +132,7 @@ def finrl(steps: int, rounds: int) -> dict[str, float]:
             rates[name].append(steps_per_second(runner, steps))
     env.close()
     echo.close()
+    vector.close()
     return {name: float(np.median(values)) for name, values in rates.items()}
 
 
@@ -167,6 +180,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ratio = finrl_rates["openenv/finrl (gym.make)"] / finrl_rates[work]
     print(f"{'openenv/finrl vs the in-process environment class':<68}{ratio:.2f}")
     print(f"{'best a remote env could do here vs the environment class':<68}{ceiling(finrl_rates, work):.2f}")
+    label = f"{VECTOR} (all its steps) vs the class"
+    print(f"{label:<68}{finrl_rates[VECTOR] / finrl_rates[work]:.2f}")
     report["ceilings"] = {
         "atari_vs_in_process": ceiling(atari_rates, "in-process ALE/Pong-v5"),
         "finrl_vs_environment_class": ceiling(finrl_rates, work),

@@ -59,6 +59,7 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     }
     assert all(rate > 0 for rate in throughput["finrl_steps_per_s"].values())
     assert "openenv/echo: the round trip alone" in throughput["finrl_steps_per_s"]
+    assert "openenv/finrl, make_vec of 16" in throughput["finrl_steps_per_s"]
     assert 0 < throughput["ceilings"]["atari_vs_in_process"] < 1
     assert 0 < throughput["ceilings"]["finrl_vs_environment_class"] < 1
 

@@ -93,15 +93,16 @@ class Episode:
         self.needs_reset = transition.terminated or transition.truncated
         return transition.observation, transition.info
 
-    def step_request(self, action: Any) -> dict[str, Any]:
-        """The action's JSON, after checking the episode is running and the action is in the space."""
+    def step_request(self, action: Any, *, checked: bool = False) -> dict[str, Any]:
+        """The action's JSON, after checking the episode is running and the action is in the space
+        (``checked``: the caller has already checked, e.g. a whole batch of actions at once)."""
         if self.needs_reset:
             raise ResetNeeded(
                 "The episode is over (or has not started): call env.reset() before env.step(). "
                 "Stepping a finished episode would not start a new game."
             )
         space = self.adapter.action_space
-        if not space.contains(action):
+        if not checked and not space.contains(action):
             raise ValueError(
                 f"Action {_short(action)} is not in the action space {space}{_why_not(space, action)}"
             )

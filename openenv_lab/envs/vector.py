@@ -38,7 +38,7 @@ from copy import deepcopy
 from typing import Any, TypeVar
 
 import numpy as np
-from gymnasium.spaces import Box
+from gymnasium.spaces import Box, MultiDiscrete
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
@@ -460,21 +460,28 @@ class OpenEnvVectorEnv(VectorEnv):
         per_env = list(iterate(space, actions))
         if len(per_env) != len(ids):
             raise ValueError(f"{caller}() got {len(per_env)} actions for {len(ids)} sub-environments")
+        # An array of actions in the batched space is checked at once (each row is then in the single
+        # space); otherwise, or if it is not in it, each action is checked alone, to name the bad one.
+        checked = (
+            isinstance(actions, np.ndarray)
+            and isinstance(space, (Box, MultiDiscrete))
+            and space.contains(actions)
+        )
         requests = {}
         for i, action in zip(ids, per_env, strict=True):
             try:
-                requests[i] = self._request(i, action)
+                requests[i] = self._request(i, action, checked)
             except ValueError as exc:
                 raise ValueError(f"Sub-environment {i}: {exc}") from None
         return requests
 
-    def _request(self, i: int, action: Any) -> tuple[str, dict[str, Any]]:
+    def _request(self, i: int, action: Any, checked: bool = False) -> tuple[str, dict[str, Any]]:
         """Sub-environment ``i``'s next request: its step, or (NEXT_STEP) the reset of an ended episode."""
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset_envs[i]:
             return "reset", self.episodes[i].reset_request(None, None)
         if isinstance(action, np.generic) and isinstance(self.single_action_space, Box):
             action = np.asarray(action)  # what iterate() gives for a scalar Box: Box.contains wants arrays
-        return "step", self.episodes[i].step_request(action)
+        return "step", self.episodes[i].step_request(action, checked=checked)
 
     def _result(self, i: int, kind: str, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """The reply to `_request` as a step's five values (a reset's: reward 0, not ended)."""

@@ -150,3 +150,30 @@ def test_loopback_detection():
     assert is_loopback("http://127.0.0.5:1")
     assert is_loopback("http://[::1]:1")
     assert not is_loopback("https://example.org")
+
+
+JSON_DOCUMENTS = [
+    '{"a": NaN, "b": Infinity, "c": -Infinity, "d": 1e400, "e": -0.0, "f": 0.1}',
+    '{"big": 123456789012345678901234567890, "float": 123456789012345678901234567890.5}',
+    '{"a": 1, "a": 2}',  # a repeated key: the last wins
+    '{"s": "\\u00e9\\ud83d\\ude00", "lone": "\\ud800"}',  # pydantic's parser refuses the lone surrogate
+    '[1, 2.5, true, false, null, "x", [], {}]',
+    ' {"padded": 1}\n',
+]
+
+
+@pytest.mark.parametrize("document", JSON_DOCUMENTS)
+@pytest.mark.parametrize("fast", [True, False], ids=["pydantic-parser", "json-module"])
+def test_replies_decode_exactly_as_json_loads(document, fast, monkeypatch):
+    from openenv_lab.client import _protocol
+
+    if not fast:
+        monkeypatch.setattr(_protocol, "_fast_loads", None)
+    assert repr(_protocol._loads(document)) == repr(json.loads(document))
+    assert repr(_protocol._loads(document.encode())) == repr(json.loads(document))
+
+
+@pytest.mark.parametrize("document", ["[1,]", "01", '{"a": 1} x', "", "nan"])
+def test_documents_json_loads_refuses_are_refused(document):
+    with pytest.raises(ProtocolError, match="not JSON"):
+        parse_reply(document, expected="observation")

@@ -382,6 +382,23 @@ def test_bad_actions_name_the_sub_environment_and_leave_nothing_in_flight(chess_
     envs.close()
 
 
+def test_an_array_of_actions_is_checked_at_once_and_a_bad_one_still_named(chess_url, monkeypatch):
+    envs = gym.make_vec("openenv/chess", num_envs=3, base_url=chess_url, agent_color="white")
+    obs, _ = envs.reset(seed=0)
+    calls = []
+    single = type(envs.single_action_space)
+    original = single.contains
+    monkeypatch.setattr(single, "contains", lambda space, x: calls.append(x) or original(space, x))
+    envs.step(masked_actions(envs, obs, np.random.default_rng(0)))  # legal moves, as an array
+    assert calls == []  # the batch was checked as one MultiDiscrete array, no action alone
+    with pytest.raises(ValueError, match=r"Sub-environment 1: Action np\.int64\(9999\) is not in"):
+        envs.step(np.array([0, 9999, 0]))
+    assert len(calls) == 2  # then each alone, up to the bad one
+    envs.step(list(masked_actions(envs, obs, np.random.default_rng(0))))  # a list: checked one by one
+    assert len(calls) == 5
+    envs.close()
+
+
 def test_base_urls_must_be_a_list_and_timeouts_may_be_seconds():
     with pytest.raises(TypeError, match=r"base_urls takes a list .* pass base_url='http://127\.0\.0\.1:1'"):
         gym.make_vec("openenv/echo", num_envs=2, base_urls="http://127.0.0.1:1")
