@@ -5,7 +5,7 @@ loop in a background thread: a step sends all 16 requests and waits for the 16 r
 trips overlap instead of adding up. On servers that offer it (ours: ``/ws/batch``) the sessions share one
 WebSocket and a step is one message each way; elsewhere each session has its own connection. When every
 session is on a server of this machine with that route, the calling thread itself sends the messages and
-reads the replies (`SyncChannel`), without the event loop's hand-overs: 1.5x the steps/s of 16 cheap
+reads the replies (`SyncChannel`), without the event loop's hand-overs: 1.3-1.5x the steps/s of 16 cheap
 environments. No subprocesses and no pickling, so it works in Jupyter and on macOS/Windows (``spawn``),
 where gymnasium's ``AsyncVectorEnv`` re-imports everything per worker.
 
