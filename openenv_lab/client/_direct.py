@@ -197,6 +197,23 @@ class DirectConnection:
         or the connection closed (which `recv` reports). Otherwise wait on `fileno` becoming readable."""
         return bool(self._messages) or self._socket_closed
 
+    def poll(self) -> bool:
+        """Process whatever has arrived, without waiting, then return `has_message`: after ``select``
+        said the socket is readable, which may be a ping or part of a frame rather than a message."""
+        if not self._lock.acquire(blocking=False):  # a request or the keepalive thread is reading
+            return self.has_message()
+        try:
+            while not self._socket_closed and not self._messages and self._readable():
+                self._read(self._close_timeout)  # returns at once: something is there
+        except TimeoutError:
+            pass
+        except BaseException:
+            self._close_socket()  # interrupted mid-parse: the protocol's state is lost
+            raise
+        finally:
+            self._lock.release()
+        return self.has_message()
+
     def fileno(self) -> int:
         """The socket's file descriptor, for ``select`` over several connections (-1 once closed)."""
         return self._sock.fileno()

@@ -360,6 +360,10 @@ class SyncChannel:
     def fileno(self) -> int:
         return -1 if self._ws is None else self._ws.fileno()
 
+    def poll(self) -> bool:
+        """Read what has arrived without waiting; then whether `receive` returns (or raises) at once."""
+        return self._ws is None or self._ws.poll()
+
     def close(self) -> None:
         """End every session of the channel and free their slots. Safe to call more than once."""
         ws, self._ws = self._ws, None

@@ -33,12 +33,12 @@ import select
 import threading
 import time
 import weakref
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from copy import deepcopy
 from typing import Any, TypeVar
 
 import numpy as np
-from gymnasium.spaces import Box, MultiDiscrete
+from gymnasium.spaces import Box, Discrete, MultiDiscrete
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
@@ -211,6 +211,7 @@ class OpenEnvVectorEnv(VectorEnv):
             # An env dropped without close() (a notebook cell run again) frees its sessions when collected.
             others = [s for s in self._sessions if not isinstance(s, SyncBatchedSession)]
             self._finalizer = weakref.finalize(self, _release, self._loop, list(self._sync_channels), others)
+            self._finalizer.atexit = False  # at exit the process's sockets close anyway
             self._connect_adapters(headers)
         except BaseException:
             self.close()
@@ -465,6 +466,10 @@ class OpenEnvVectorEnv(VectorEnv):
         checked = (
             isinstance(actions, np.ndarray)
             and isinstance(space, (Box, MultiDiscrete))
+            # MultiDiscrete takes bools, which Discrete refuses: integers only for a batch of Discrete
+            and (
+                not isinstance(self.single_action_space, Discrete) or np.issubdtype(actions.dtype, np.integer)
+            )
             and space.contains(actions)
         )
         requests = {}
@@ -515,30 +520,45 @@ class OpenEnvVectorEnv(VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close every session (freeing their slots), stop the event loop thread and a container started
-        for this vector env."""
+        for this vector env. Interrupted half-way (a second Ctrl+C), it closes the rest before raising."""
+        loop, self._loop = getattr(self, "_loop", None), None
+        in_flight, self._in_flight = getattr(self, "_in_flight", {}), {}
+        sessions, self._sessions = getattr(self, "_sessions", []), []
+        channels = dict.fromkeys(getattr(self, "_sync_channels", ()))
+        channels.update(dict.fromkeys(s.channel for s in sessions if isinstance(s, SyncBatchedSession)))
+        self._sync_channels = {}
+        others = [s for s in sessions if not isinstance(s, SyncBatchedSession)]
+        owned, self._owned_launcher = getattr(self, "_owned_launcher", None), None
+
+        def cancel_tasks() -> None:
+            for _, task in in_flight.values():
+                if task is not None and loop is not None:
+                    loop.loop.call_soon_threadsafe(task.cancel)
+
+        def close_others() -> None:
+            if others and loop is not None and loop.loop.is_running():
+                loop.run(self._close_all(others), timeout=self.timeouts.close + 5)
+
+        steps: list[Callable[[], None]] = [cancel_tasks, *(c.close for c in channels), close_others]
+        if loop is not None:
+            steps.append(loop.stop)
+        interrupted: BaseException | None = None
+        for step in steps:
+            try:
+                step()
+            except Exception:  # best effort: the rest still closes
+                pass
+            except BaseException as exc:  # Ctrl+C: the rest still closes, then it is raised
+                interrupted = interrupted or exc
         finalizer, self._finalizer = getattr(self, "_finalizer", None), None
         if finalizer is not None:
-            finalizer.detach()  # closed here, properly
-        loop = getattr(self, "_loop", None)
-        in_flight, self._in_flight = getattr(self, "_in_flight", {}), {}
-        for _, task in in_flight.values():
-            if task is not None and loop is not None:
-                loop.loop.call_soon_threadsafe(task.cancel)
-        for channel in list(getattr(self, "_sync_channels", ())):
-            with contextlib.suppress(Exception):  # best effort, as for the other sessions
-                channel.close()
-        self._sync_channels = {}
-        if loop is not None:
-            sessions, self._sessions = getattr(self, "_sessions", []), []
-            sessions = [s for s in sessions if not isinstance(s, SyncBatchedSession)]
-            if sessions and loop.loop.is_running():
-                with contextlib.suppress(Exception):  # best effort: the loop stops below regardless
-                    loop.run(self._close_all(sessions), timeout=self.timeouts.close + 5)
-            loop.stop()
-            self._loop = None
-        owned, self._owned_launcher = getattr(self, "_owned_launcher", None), None
-        if owned is not None:
-            owned.stop()
+            finalizer.detach()  # everything is closed: nothing left for a collection to do
+        try:
+            if owned is not None:
+                owned.stop()
+        finally:
+            if interrupted is not None:
+                raise interrupted
 
     # ------------------------------------------------------------------ sessions
 
@@ -645,8 +665,8 @@ class OpenEnvVectorEnv(VectorEnv):
                 if size:
                     try:
                         if sync:
-                            channel: Channel | SyncChannel = await asyncio.to_thread(
-                                SyncChannel, url, routes[url], size, **self._session_options
+                            channel: Channel | SyncChannel = await self._open_sync_channel(
+                                url, routes[url], size
                             )
                         else:
                             channel = await Channel.open(url, routes[url], size, **self._session_options)
@@ -658,7 +678,10 @@ class OpenEnvVectorEnv(VectorEnv):
                         raise
                     opened.append(channel)
                     unused[url] = channel.sessions[::-1]
-            return [unused[s].pop() if isinstance(s, str) else s for s in slots]
+            sessions = [unused[s].pop() if isinstance(s, str) else s for s in slots]
+            # Kept now: if the caller is interrupted before it reads this result, close() still finds them.
+            self._sessions = sessions
+            return sessions
         except BaseException:
             await self._close_all([s for s in slots if not isinstance(s, str)])
             for channel in opened:
@@ -666,6 +689,31 @@ class OpenEnvVectorEnv(VectorEnv):
                     channel.close()
                 else:
                     await channel.close()
+            raise
+
+    async def _open_sync_channel(self, url: str, route: str, size: int) -> SyncChannel:
+        """A `SyncChannel`, opened in a worker thread; if this is cancelled meanwhile (Ctrl+C during
+        ``make_vec``), whichever of the worker and the cancellation comes second closes the channel."""
+        lock = threading.Lock()
+        state: dict[str, Any] = {"abandoned": False, "channel": None}
+
+        def open_channel() -> SyncChannel:
+            channel = SyncChannel(url, route, size, **self._session_options)
+            with lock:
+                state["channel"] = channel
+                abandoned = state["abandoned"]
+            if abandoned:
+                channel.close()
+            return channel
+
+        try:
+            return await asyncio.to_thread(open_channel)
+        except BaseException:
+            with lock:
+                state["abandoned"] = True
+                channel = state["channel"]
+            if channel is not None:
+                channel.close()
             raise
 
     def _capacity(self, url: str) -> tuple[int, str | None] | None:
@@ -827,19 +875,21 @@ class OpenEnvVectorEnv(VectorEnv):
         error a sub-environment's reply carries. A failure of the connection closes everything."""
         try:
             replies = channel.receive()
-        except BaseException as exc:
+            results: dict[int, Any] = {}
+            for i, reply in zip(ids, replies, strict=True):
+                try:
+                    results[i] = read_observation(reply, channel.url)
+                except Exception as exc:
+                    results[i] = exc
+            return results
+        except BaseException as exc:  # the connection failed, or Ctrl+C: these replies are lost
             self._sync_failed(exc, ids[0])
             raise
-        results: dict[int, Any] = {}
-        for i, reply in zip(ids, replies, strict=True):
-            try:
-                results[i] = read_observation(reply, channel.url)
-            except Exception as exc:
-                results[i] = exc
-        return results
 
     def _sync_failed(self, exc: BaseException, i: int) -> None:
         """Name sub-environment ``i`` in ``exc`` (an `OpenEnvError`) or say why the env closes; close it."""
+        if self.closed:
+            return
         if isinstance(exc, OpenEnvError):
             _name_sub_environment(exc, i, self._sessions[i].base_url)
         else:
@@ -850,8 +900,12 @@ class OpenEnvVectorEnv(VectorEnv):
         """`send` over `SyncChannel`\\ s: the batches go now; `_sync_receive` collects their replies."""
         for i, (kind, _) in requests.items():
             self._in_flight[i] = [kind, None]
-        for channel, ids in self._sync_submit(requests):
-            self._sync_channels[channel].append(ids)
+        try:
+            for channel, ids in self._sync_submit(requests):
+                self._sync_channels[channel].append(ids)
+        except BaseException as exc:  # sent, but not all noted as sent: their replies cannot be placed
+            self._sync_failed(exc, next(iter(requests)))
+            raise
 
     def _sync_receive(self, budget: float) -> None:
         """Read the next batch of replies from whichever channel has one first (waiting at most ``budget``
@@ -860,15 +914,21 @@ class OpenEnvVectorEnv(VectorEnv):
         if not waiting:
             return  # nothing in flight here: recv() reports that
         channel = waiting[0] if len(waiting) == 1 else self._first_with_reply(waiting, budget)
-        ids = self._sync_channels[channel].popleft()
-        for i, result in self._sync_replies(channel, ids).items():
-            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            if isinstance(result, BaseException):
-                future.set_exception(result)
-            else:
-                future.set_result(result)
-            self._in_flight[i][1] = future
-            self._finished.put(i)
+        ids = self._sync_channels[channel][0]  # taken off once its replies are in
+        try:
+            results = self._sync_replies(channel, ids)
+            self._sync_channels[channel].popleft()
+            for i, result in results.items():
+                future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+                self._in_flight[i][1] = future
+                self._finished.put(i)
+        except BaseException as exc:  # Ctrl+C with replies read but not handed over: nothing adds up now
+            self._sync_failed(exc, ids[0])
+            raise
 
     def _first_with_reply(self, channels: list[SyncChannel], budget: float) -> SyncChannel:
         deadline = time.monotonic() + budget
@@ -885,8 +945,9 @@ class OpenEnvVectorEnv(VectorEnv):
                 readable, _, _ = select.select(channels, [], [], min(remaining, 0.05))
             except (OSError, ValueError):  # a channel closed meanwhile: has_reply says so next time round
                 continue
-            if readable:
-                return readable[0]
+            for channel in readable:
+                if channel.poll():  # a whole reply came, not just a ping or part of a frame
+                    return channel
 
     @staticmethod
     async def _close_all(sessions: Sequence[_AnySession]) -> None:
@@ -907,8 +968,16 @@ class OpenEnvVectorEnv(VectorEnv):
 def _release(loop: _LoopThread, channels: list[SyncChannel], sessions: list[_AnySession]) -> None:
     """Close the sessions of a vector env collected without ``close()``, and end its loop thread.
 
-    A finalizer: it may run on any thread, the loop's own included, so it waits for nothing there.
+    A finalizer: a collection may run it on any thread, one that holds a connection's lock included (a
+    keepalive thread), so the closing happens on a thread of its own.
     """
+    with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: the sockets go with it
+        threading.Thread(
+            target=_release_now, args=(loop, channels, sessions), name="openenv-lab-release", daemon=True
+        ).start()
+
+
+def _release_now(loop: _LoopThread, channels: list[SyncChannel], sessions: list[_AnySession]) -> None:
     for channel in channels:
         with contextlib.suppress(Exception):
             channel.close()

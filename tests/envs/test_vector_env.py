@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
+import gc
 import os
 import signal
+import threading
 import time
 import warnings
 
@@ -15,8 +18,9 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_lab
 from openenv_lab.client import CapacityError, ConnectError, OpenEnvError, SessionClosed, Timeout
+from openenv_lab.client._direct import DirectConnection
 from openenv_lab.client.async_session import AsyncSession
-from openenv_lab.client.batch import BatchedSession, SyncBatchedSession
+from openenv_lab.client.batch import BatchedSession, SyncBatchedSession, SyncChannel
 from openenv_lab.envs import OpenEnvVectorEnv
 from openenv_lab.envs import vector as vector_module
 from openenv_lab.envs.vector import add_info
@@ -357,6 +361,89 @@ def test_vector_envs_dropped_without_close_free_their_sessions(channels):
         wait_until_no_sessions(server.base_url)
 
 
+def test_an_interrupt_while_recv_decodes_closes_the_env(monkeypatch):
+    with EmbeddedServer("echo", max_sessions=4) as server:
+        envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
+        envs.reset(seed=0)
+        real = vector_module.read_observation
+
+        def interrupted(*args):
+            monkeypatch.setattr(vector_module, "read_observation", real)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(vector_module, "read_observation", interrupted)
+        envs.send(("hi",) * 4)
+        with pytest.raises(KeyboardInterrupt):
+            envs.recv()  # the batch's replies were read off the wire, not handed over
+        assert envs.closed  # not left waiting for replies that already came
+        with pytest.raises(OpenEnvError, match=r"interrupted \(KeyboardInterrupt\)"):
+            envs.send(("hi",) * 4)
+        wait_until_no_sessions(server.base_url)
+
+
+def test_ctrl_c_while_make_vec_opens_a_channel_leaves_no_session(monkeypatch):
+    real = SyncChannel.__init__
+
+    def slow_open(self, *args, **kwargs):
+        time.sleep(1.0)  # a slow handshake on a busy server
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncChannel, "__init__", slow_open)
+    with EmbeddedServer("echo", max_sessions=4) as server:
+        threading.Timer(0.5, _thread.interrupt_main).start()
+        with pytest.raises(KeyboardInterrupt):
+            gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
+        time.sleep(1.0)  # the worker thread finishes opening, sees it was abandoned and closes
+        wait_until_no_sessions(server.base_url)
+    assert not [t for t in threading.enumerate() if t.name == "openenv-lab-keepalive"]
+
+
+def test_a_collection_on_a_keepalive_thread_still_frees_the_sessions(monkeypatch):
+    """A garbage collection may run the finalizer of a dropped env on a thread holding a connection's lock."""
+    real = DirectConnection._idle_duties
+    collect = threading.Event()
+
+    def idle(self):
+        if collect.is_set():
+            collect.clear()
+            gc.collect()  # where an automatic collection may land: this thread allocates under the lock
+        return real(self)
+
+    monkeypatch.setattr(DirectConnection, "_idle_duties", idle)
+    with EmbeddedServer("echo", max_sessions=4) as server:
+        gc.disable()
+        try:
+            envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
+            envs.reset(seed=0)
+            envs.unwrapped.itself = envs.unwrapped  # a reference cycle: only a collection frees it
+            del envs
+            collect.set()
+            wait_until_no_sessions(server.base_url)
+        finally:
+            gc.enable()
+
+
+def test_an_interrupt_while_closing_still_closes_every_channel(monkeypatch):
+    real = SyncChannel.close
+    fired = []
+
+    def close(self):
+        real(self)
+        if not fired:
+            fired.append(self)
+            raise KeyboardInterrupt  # Ctrl+C during the first channel's closing handshake
+
+    monkeypatch.setattr(SyncChannel, "close", close)
+    with EmbeddedServer("echo", max_sessions=4) as one, EmbeddedServer("echo", max_sessions=4) as two:
+        envs = gym.make_vec("openenv/echo", num_envs=4, base_urls=[one.base_url, two.base_url])
+        envs.reset(seed=0)
+        with pytest.raises(KeyboardInterrupt):
+            envs.close()
+        assert fired
+        wait_until_no_sessions(one.base_url)
+        wait_until_no_sessions(two.base_url)
+
+
 def wait_until_no_sessions(url: str) -> None:
     deadline = time.monotonic() + 10
     while openenv_lab.Client(url).capacity()["active_sessions"] != 0:
@@ -394,8 +481,11 @@ def test_an_array_of_actions_is_checked_at_once_and_a_bad_one_still_named(chess_
     with pytest.raises(ValueError, match=r"Sub-environment 1: Action np\.int64\(9999\) is not in"):
         envs.step(np.array([0, 9999, 0]))
     assert len(calls) == 2  # then each alone, up to the bad one
+    with pytest.raises(ValueError, match=r"Sub-environment 0: Action np\.True_ is not in"):
+        envs.step(np.array([True, False, True]))  # in the batched MultiDiscrete, not in Discrete
+    del calls[:]
     envs.step(list(masked_actions(envs, obs, np.random.default_rng(0))))  # a list: checked one by one
-    assert len(calls) == 5
+    assert len(calls) == 3
     envs.close()
 
 
@@ -482,9 +572,13 @@ def _take(batch, order):
 def test_recv_returns_whichever_finished_first(channels):
     with (
         EmbeddedServer("chess") as fast,
-        EmbeddedServer("chess", opponent="minimax", opponent_depth=3) as slow,
+        EmbeddedServer("chess", opponent="minimax", opponent_depth=4) as slow,
     ):
-        envs = gym.make_vec("openenv/chess", num_envs=2, base_urls=[slow.base_url, fast.base_url])
+        # Frequent pings: the slow server's pongs arrive before its reply, and must not pass for one.
+        keepalive = openenv_lab.Keepalive(interval=0.05)
+        envs = gym.make_vec(
+            "openenv/chess", num_envs=2, base_urls=[slow.base_url, fast.base_url], keepalive=keepalive
+        )
         obs, _ = envs.reset(seed=0)
         envs.send(masked_actions(envs, obs, np.random.default_rng(0)))
         obs_fast, rewards, *_, infos = envs.recv(batch_size=1)
