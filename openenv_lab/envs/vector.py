@@ -209,8 +209,7 @@ class OpenEnvVectorEnv(VectorEnv):
                 if isinstance(session, SyncBatchedSession):
                     self._sync_channels.setdefault(session.channel, collections.deque())
             # An env dropped without close() (a notebook cell run again) frees its sessions when collected.
-            others = [s for s in self._sessions if not isinstance(s, SyncBatchedSession)]
-            self._finalizer = weakref.finalize(self, _release, self._loop, list(self._sync_channels), others)
+            self._finalizer = weakref.finalize(self, _release, self._loop, list(self._sessions))
             self._finalizer.atexit = False  # at exit the process's sockets close anyway
             self._connect_adapters(headers)
         except BaseException:
@@ -523,11 +522,8 @@ class OpenEnvVectorEnv(VectorEnv):
         for this vector env. Interrupted half-way (a second Ctrl+C), it closes the rest before raising."""
         loop, self._loop = getattr(self, "_loop", None), None
         in_flight, self._in_flight = getattr(self, "_in_flight", {}), {}
-        sessions, self._sessions = getattr(self, "_sessions", []), []
-        channels = dict.fromkeys(getattr(self, "_sync_channels", ()))
-        channels.update(dict.fromkeys(s.channel for s in sessions if isinstance(s, SyncBatchedSession)))
-        self._sync_channels = {}
-        others = [s for s in sessions if not isinstance(s, SyncBatchedSession)]
+        channels, others = _split(getattr(self, "_sessions", []))
+        self._sessions, self._sync_channels = [], {}
         owned, self._owned_launcher = getattr(self, "_owned_launcher", None), None
 
         def cancel_tasks() -> None:
@@ -858,13 +854,15 @@ class OpenEnvVectorEnv(VectorEnv):
     ) -> list[tuple[SyncChannel, list[int]]]:
         """Send ``requests`` as one batch per channel; the channels and the ids each batch carries."""
         by_channel: dict[SyncChannel, list[int]] = {}
-        for i in requests:
+        entries: dict[SyncChannel, list[tuple[int, str, dict[str, Any] | None]]] = {}
+        for i, (kind, payload) in requests.items():
             session = self._sessions[i]
             assert isinstance(session, SyncBatchedSession)
             by_channel.setdefault(session.channel, []).append(i)
+            entries.setdefault(session.channel, []).append((session.index, kind, payload))
         for channel, ids in by_channel.items():
             try:
-                channel.submit([(self._sessions[i].index, *requests[i]) for i in ids])  # type: ignore[union-attr]
+                channel.submit(entries[channel])
             except BaseException as exc:
                 self._sync_failed(exc, ids[0])
                 raise
@@ -965,7 +963,13 @@ class OpenEnvVectorEnv(VectorEnv):
         return list(seed)
 
 
-def _release(loop: _LoopThread, channels: list[SyncChannel], sessions: list[_AnySession]) -> None:
+def _split(sessions: Sequence[_AnySession]) -> tuple[list[SyncChannel], list[_AnySession]]:
+    """The `SyncChannel`\\ s (each once) behind ``sessions``, and the sessions the event loop drives."""
+    channels = dict.fromkeys(s.channel for s in sessions if isinstance(s, SyncBatchedSession))
+    return list(channels), [s for s in sessions if not isinstance(s, SyncBatchedSession)]
+
+
+def _release(loop: _LoopThread, sessions: list[_AnySession]) -> None:
     """Close the sessions of a vector env collected without ``close()``, and end its loop thread.
 
     A finalizer: a collection may run it on any thread, one that holds a connection's lock included (a
@@ -973,18 +977,19 @@ def _release(loop: _LoopThread, channels: list[SyncChannel], sessions: list[_Any
     """
     with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: the sockets go with it
         threading.Thread(
-            target=_release_now, args=(loop, channels, sessions), name="openenv-lab-release", daemon=True
+            target=_release_now, args=(loop, sessions), name="openenv-lab-release", daemon=True
         ).start()
 
 
-def _release_now(loop: _LoopThread, channels: list[SyncChannel], sessions: list[_AnySession]) -> None:
+def _release_now(loop: _LoopThread, sessions: list[_AnySession]) -> None:
+    channels, others = _split(sessions)
     for channel in channels:
         with contextlib.suppress(Exception):
             channel.close()
 
     async def close_and_stop() -> None:
         try:
-            await OpenEnvVectorEnv._close_all(sessions)
+            await OpenEnvVectorEnv._close_all(others)
         finally:
             loop.loop.stop()
 
