@@ -136,13 +136,13 @@ def makers(spec: dict[str, Any], url: str, n: int, async_limit: int) -> dict[str
         return gym.make_vec(spec["id"], num_envs=n, base_url=url, **spec["options"])
 
     def on_the_loop() -> gym.vector.VectorEnv:
-        from openenv_lab.envs import vector
+        from openenv_lab.client import pool
 
-        vector._SYNC_CHANNELS = False  # what a server on another machine gets
+        pool.DIRECT_ON_LOOPBACK = False  # what a server on another machine gets
         try:
             return ours()
         finally:
-            vector._SYNC_CHANNELS = True
+            pool.DIRECT_ON_LOOPBACK = True
 
     contenders: dict[str, Callable[[], Any]] = {
         "make_vec (ours)": ours,

@@ -21,14 +21,14 @@ from .errors import CapacityError, ProtocolError, ServerError
 
 __all__ = [
     "StepResult",
-    "batch_frame",
-    "close_frame",
+    "batch_message",
+    "close_message",
     "parse_batch",
     "parse_reply",
     "reply_data",
-    "reset_frame",
-    "state_frame",
-    "step_frame",
+    "reset_message",
+    "state_message",
+    "step_message",
 ]
 
 
@@ -86,21 +86,21 @@ class StepResult:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-def reset_frame(kwargs: dict[str, Any]) -> str:
+def reset_message(kwargs: dict[str, Any]) -> str:
     """The frame that starts an episode; ``kwargs`` reach the environment's ``reset``."""
     return _dumps({"type": "reset", "data": kwargs})
 
 
-def step_frame(action: dict[str, Any]) -> str:
+def step_message(action: dict[str, Any]) -> str:
     """The frame that plays one action; ``action`` is the action model's fields."""
     return _dumps({"type": "step", "data": action})
 
 
-def state_frame() -> str:
+def state_message() -> str:
     return '{"type":"state"}'
 
 
-def close_frame() -> str:
+def close_message() -> str:
     return '{"type":"close"}'
 
 
@@ -123,7 +123,7 @@ def reply_data(message: Any, *, expected: str, url: str | None = None) -> dict[s
     kind = message["type"]
     data = message.get("data")
     if kind == "error":
-        raise error_from_frame(data if isinstance(data, dict) else {}, url=url)
+        raise error_from_message(data if isinstance(data, dict) else {}, url=url)
     if kind != expected:
         raise ProtocolError(
             f'The server at {url} replied with a "{kind}" frame where "{expected}" was expected.',
@@ -134,7 +134,7 @@ def reply_data(message: Any, *, expected: str, url: str | None = None) -> dict[s
     return data
 
 
-def batch_frame(entries: list[tuple[int, str, dict[str, Any] | None]]) -> str:
+def batch_message(entries: list[tuple[int, str, dict[str, Any] | None]]) -> str:
     """One frame for ``/ws/batch``: a ``(session, "reset"/"step"/"state", data)`` request per entry."""
     return _dumps(
         {"type": "batch", "data": [{"session": i, "type": kind, "data": data} for i, kind, data in entries]}
@@ -192,7 +192,7 @@ def parse_observation(data: dict[str, Any], *, url: str | None = None) -> StepRe
     )
 
 
-def error_from_frame(data: dict[str, Any], *, url: str | None = None) -> ServerError:
+def error_from_message(data: dict[str, Any], *, url: str | None = None) -> ServerError:
     """Turn the ``data`` of an error frame into the matching exception (not raised)."""
     code = str(data.get("code", "UNKNOWN"))
     server_message = str(data.get("message", ""))
@@ -222,11 +222,10 @@ def error_from_frame(data: dict[str, Any], *, url: str | None = None) -> ServerE
     return ServerError(text, code=code, server_message=server_message, details=details, url=url)
 
 
-EXECUTION_HINT = "The environment raised while handling the request; the session is still open"
 _HINTS = {
     "VALIDATION_ERROR": "The action or message does not match the server's schema: compare it "
     "with Client(url).schema()['action']",
-    "EXECUTION_ERROR": EXECUTION_HINT,
+    "EXECUTION_ERROR": "The environment raised while handling the request; the session is still open",
     "FACTORY_ERROR": "The server could not build an environment for this session; check its logs",
     "SESSION_ERROR": "The server closed the session",
 }

@@ -1,15 +1,14 @@
 """`AsyncSession`: the asyncio twin of `Session`, for driving many sessions at once from one event loop.
 
 Same protocol, same errors, same timeouts: only the I/O differs (``websockets.asyncio``). Vector
-environments run one event loop in a background thread and step all their sessions at once with
-`exchange`, so N round trips overlap instead of adding up.
+environments drive their sessions from one event loop in a background thread
+(`openenv_lab.client.loop.LoopTransport`), so N round trips overlap instead of adding up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -19,11 +18,18 @@ from . import _protocol
 from ._config import Keepalive, Timeouts
 from ._protocol import StepResult
 from ._urls import http_url, ws_url
-from .batch import BatchedSession, Channel, _within, read_observation
 from .errors import ServerError, SessionClosed
 from .session import connect_error, connect_options, transport_error
 
-__all__ = ["AsyncSession", "exchange"]
+__all__ = ["AsyncSession", "within"]
+
+
+async def within(awaitable: Any, seconds: float) -> Any:
+    """``await`` with a deadline; ``asyncio.timeout`` (3.11+) avoids the extra task ``wait_for`` makes."""
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            return await awaitable
+    return await asyncio.wait_for(awaitable, seconds)
 
 
 class AsyncSession:
@@ -83,22 +89,22 @@ class AsyncSession:
         return self._ws is None
 
     async def reset(self, **kwargs: Any) -> StepResult:
-        data = await self._request(_protocol.reset_frame(kwargs), "observation")
+        data = await self._request(_protocol.reset_message(kwargs), "observation")
         return _protocol.parse_observation(data, url=self.url)
 
     async def step(self, action: dict[str, Any]) -> StepResult:
-        data = await self._request(_protocol.step_frame(action), "observation")
+        data = await self._request(_protocol.step_message(action), "observation")
         return _protocol.parse_observation(data, url=self.url)
 
     async def state(self) -> dict[str, Any]:
-        return await self._request(_protocol.state_frame(), "state")
+        return await self._request(_protocol.state_message(), "state")
 
     async def close(self) -> None:
         """End the session and free its slot on the server. Safe to call more than once."""
         ws, self._ws = self._ws, None
         if ws is not None:
             with contextlib.suppress(ConnectionClosed, OSError):
-                await ws.send(_protocol.close_frame())
+                await ws.send(_protocol.close_message())
             with contextlib.suppress(Exception):
                 await ws.close()
         await self._closed()  # a connection dropped mid-request
@@ -130,7 +136,7 @@ class AsyncSession:
         if ws is None:
             raise SessionClosed(f"The session with {self.url} is closed; open a new one.", url=self.url)
         try:
-            raw = await (ws.recv() if timeout is None else _within(ws.recv(), timeout))
+            raw = await (ws.recv() if timeout is None else within(ws.recv(), timeout))
         except (TimeoutError, asyncio.TimeoutError, ConnectionClosed) as exc:
             await self._abandon()
             failure = exc if isinstance(exc, ConnectionClosed) else TimeoutError()
@@ -157,9 +163,9 @@ class AsyncSession:
         that. For a request cancelled while its reply is on its way (awaiting would delay the cancel)."""
         ws, self._ws = self._ws, None
         if ws is not None:
-            self._closing = asyncio.get_running_loop().create_task(self._close_within(ws))
+            self._closing = asyncio.get_running_loop().create_task(self._closewithin(ws))
 
-    async def _close_within(self, ws: ClientConnection) -> None:
+    async def _closewithin(self, ws: ClientConnection) -> None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(ws.close(), self.timeouts.close)
 
@@ -168,91 +174,3 @@ class AsyncSession:
         if closing is not None:
             with contextlib.suppress(Exception):
                 await closing
-
-
-async def exchange(
-    requests: Sequence[tuple[AsyncSession | BatchedSession, str, dict[str, Any]]], timeout: float
-) -> list[StepResult | Exception]:
-    """Send every ``(session, "reset" or "step", payload)`` request, then collect every reply.
-
-    One outcome per request, in order: its `StepResult`, or the error it met (as ``session.reset`` or
-    ``session.step`` would raise it). All requests are in flight before the first reply is read, and one
-    deadline of ``timeout`` seconds covers them all (the replies arrive together, so the batch needs no
-    more time than its slowest request). This is what a vector environment's step does: no task and no
-    timer per request, about 30% less client CPU per request than ``asyncio.gather`` over
-    ``session.step`` (``benchmarks/vector_throughput.py``, 16 echo sessions). The requests of
-    `BatchedSession`\\ s go as one frame per `Channel`, with one reply frame for them all.
-    """
-    outcomes: list[StepResult | Exception | None] = [None] * len(requests)
-    sent: list[int] = []
-    reading = 0  # the position in `sent` being read, for the timeout's report
-    by_channel: dict[Channel, list[int]] = {}
-    batches: list[tuple[Channel, list[int], asyncio.Future[list[Any]]]] = []
-
-    async def collect() -> None:
-        nonlocal reading
-        for reading, k in enumerate(sent):  # noqa: B007  # `reading` is read after a timeout
-            session = requests[k][0]
-            assert isinstance(session, AsyncSession)
-            try:
-                data = await session._receive("observation", None)
-                outcomes[k] = _protocol.parse_observation(data, url=session.url)
-            except Exception as exc:
-                outcomes[k] = exc
-        for channel, positions, future in batches:
-            try:
-                replies = await future
-            except Exception as exc:
-                for k in positions:
-                    outcomes[k] = exc
-                continue
-            for k, reply in zip(positions, replies, strict=True):
-                try:
-                    outcomes[k] = read_observation(reply, channel.url)
-                except Exception as exc:
-                    outcomes[k] = exc
-
-    try:
-        for k, (session, kind, payload) in enumerate(requests):
-            if isinstance(session, BatchedSession):
-                by_channel.setdefault(session.channel, []).append(k)
-                continue
-            frame = _protocol.reset_frame(payload) if kind == "reset" else _protocol.step_frame(payload)
-            try:
-                await session._send(frame)
-            except Exception as exc:
-                outcomes[k] = exc
-            else:
-                sent.append(k)
-        for channel, positions in by_channel.items():
-            entries = [(requests[k][0].index, requests[k][1], requests[k][2]) for k in positions]  # type: ignore[union-attr]
-            try:
-                batches.append((channel, positions, await channel.submit(entries)))
-            except Exception as exc:
-                for k in positions:
-                    outcomes[k] = exc
-        await _within(collect(), timeout)
-    except (TimeoutError, asyncio.TimeoutError):
-        # The first late one did not answer in time; all of them are dropped (they close in the
-        # background: `close` on the session waits for that).
-        for k in sent[reading:]:
-            session = requests[k][0]
-            assert isinstance(session, AsyncSession)
-            session._detach()
-            outcomes[k] = transport_error(TimeoutError(), session.url, session.timeouts)
-        for channel, positions, future in batches:
-            if outcomes[positions[0]] is None:  # its replies had not come (the timeout cancelled the wait)
-                channel.detach()
-                for k in positions:
-                    outcomes[k] = transport_error(TimeoutError(), channel.url, channel.timeouts)
-            if future.done() and not future.cancelled():
-                future.exception()  # read: a batch failed by the drop is reported above, not logged
-    except BaseException:  # cancelled (the caller was interrupted): no reply on its way can be trusted
-        for k, (session, _, _) in enumerate(requests):
-            if outcomes[k] is None:
-                if isinstance(session, BatchedSession):
-                    session.channel.detach()
-                else:
-                    session._detach()
-        raise
-    return outcomes  # type: ignore[return-value]  # every entry is set by now

@@ -27,18 +27,11 @@ from ._config import Keepalive, Timeouts
 from ._direct import DirectConnection
 from ._protocol import StepResult
 from ._urls import http_url, is_loopback, ws_url
+from .async_session import within
 from .errors import ProtocolError, SessionClosed
 from .session import connect_error, connect_options, direct_connection, transport_error
 
 __all__ = ["BatchedSession", "Channel", "SyncBatchedSession", "SyncChannel"]
-
-
-async def _within(awaitable: Any, seconds: float) -> Any:
-    """``await`` with a deadline; ``asyncio.timeout`` (3.11+) avoids the extra task ``wait_for`` makes."""
-    if hasattr(asyncio, "timeout"):
-        async with asyncio.timeout(seconds):
-            return await awaitable
-    return await asyncio.wait_for(awaitable, seconds)
 
 
 class Channel:
@@ -111,7 +104,7 @@ class Channel:
         ``timeouts.request`` (after which the channel is closed: a late reply could be taken for the next)."""
         future = await self.submit(entries)
         try:
-            return await _within(future, self.timeouts.request)
+            return await within(future, self.timeouts.request)
         except (TimeoutError, asyncio.TimeoutError):
             self.detach()
             raise transport_error(TimeoutError(), self.url, self.timeouts) from None
@@ -126,7 +119,7 @@ class Channel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
-        frame = _protocol.batch_frame(entries)  # first: an action that cannot be sent leaves no reply slot
+        frame = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no reply slot
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._pending.append((future, len(entries)))
         with contextlib.suppress(ConnectionClosed):  # the reader reports why the connection ended
@@ -138,7 +131,7 @@ class Channel:
         ws, self._ws = self._ws, None
         if ws is not None:
             with contextlib.suppress(ConnectionClosed, OSError):
-                await ws.send(_protocol.close_frame())
+                await ws.send(_protocol.close_message())
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(), self.timeouts.close)
         self._fail(SessionClosed(f"The sessions with {self.url} are closed; open new ones.", url=self.url))
@@ -155,10 +148,10 @@ class Channel:
         that timed out or was cancelled while its replies were on their way."""
         ws, self._ws = self._ws, None
         if ws is not None:
-            self._closing = asyncio.get_running_loop().create_task(self._close_within(ws))
+            self._closing = asyncio.get_running_loop().create_task(self._closewithin(ws))
         self._fail(SessionClosed(f"The sessions with {self.url} were dropped; open new ones.", url=self.url))
 
-    async def _close_within(self, ws: ClientConnection) -> None:
+    async def _closewithin(self, ws: ClientConnection) -> None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(ws.close(), self.timeouts.close)
 
@@ -317,7 +310,7 @@ class SyncChannel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
-        frame = _protocol.batch_frame(entries)  # first: an action that cannot be sent leaves no reply slot
+        frame = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no reply slot
         self._pending.append(len(entries))
         try:
             with contextlib.suppress(ConnectionClosed):  # the server may have said why: `receive` reads it
@@ -369,7 +362,7 @@ class SyncChannel:
         ws, self._ws = self._ws, None
         if ws is not None:
             with contextlib.suppress(ConnectionClosed, OSError):
-                ws.send(_protocol.close_frame())
+                ws.send(_protocol.close_message())
             ws.close()
         self._pending.clear()
         if self._failure is None:

@@ -1,20 +1,28 @@
 """The exceptions the OpenEnv client raises, one tree for everything that can go wrong on the wire.
 
-Every message says what happened and what to do about it. The tree::
+Every message says what happened and what to do about it. The tree, and where each is raised::
 
     OpenEnvError
     ├── TransportError          the connection itself failed
-    │   ├── ConnectError        nothing answered at the URL (refused, unknown host, connect timeout)
-    │   ├── Timeout             the server accepted the request but did not reply in time
-    │   └── SessionClosed       the connection closed while a session was open (server died, network gone)
+    │   ├── ConnectError        nothing answered at the URL (refused, unknown host, connect timeout, a
+    │   │                       refused upgrade such as HTTP 401)
+    │   ├── Timeout             the server accepted a request but did not reply in time (a session, a
+    │   │                       vector env's batch, an HTTP call)
+    │   └── SessionClosed       the session is gone: the connection closed (server died, network gone),
+    │                           or it was closed before (stepping a closed env)
     ├── ProtocolError           the peer does not speak the OpenEnv protocol (404 on /ws, malformed replies)
     ├── LaunchError             a server we were asked to start did not come up (its log is in the message)
-    └── ServerError             the server answered with an error frame; carries its ``code`` and ``message``
+    └── ServerError             the server answered with an error message; carries its ``code`` and
+        │                       ``server_message``
         └── CapacityError       the server refused a new session: all its session slots are taken
 
 `Timeout` also derives from the built-in :class:`TimeoutError`, so code that catches that keeps working.
 After a `Timeout` or a `SessionClosed` the session is unusable (a late reply could not be told apart from
 the next one), so open a new one: the episode in progress is lost.
+
+Errors of a vector environment say which sub-environment and server they concern: ``env_index`` (None
+when the error concerns a server before any sub-environment was placed on it) and ``server_url`` are
+attributes, and the message starts with them.
 """
 
 from __future__ import annotations
@@ -37,12 +45,36 @@ __all__ = [
 class OpenEnvError(Exception):
     """Base class of every error raised while talking to an OpenEnv server.
 
-    ``url`` is the address involved (an ``http(s)://`` or ``ws(s)://`` URL), when there is one.
+    Attributes:
+        url: the address involved (an ``http(s)://`` or ``ws(s)://`` URL), when there is one.
+        env_index: the sub-environment of a vector environment the error concerns, or None.
+        server_url: the server of that sub-environment (set with `env_index` by `concerning`), or None.
     """
+
+    env_index: int | None = None
+    server_url: str | None = None
 
     def __init__(self, message: str, *, url: str | None = None) -> None:
         super().__init__(message)
         self.url = url
+
+    def concerning(self, env_index: int | None, server_url: str) -> OpenEnvError:
+        """Say which sub-environment (None: the server as a whole) and server this error concerns.
+
+        Returns the error itself, for ``raise error.concerning(i, url)``. The first call wins: an error
+        that already names its sub-environment keeps it.
+        """
+        if self.server_url is None:
+            self.env_index, self.server_url = env_index, server_url
+        return self
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.server_url is None:
+            return text
+        if self.env_index is None:
+            return f"Server {self.server_url}: {text}"
+        return f"Sub-environment {self.env_index} (server {self.server_url}): {text}"
 
 
 class TransportError(OpenEnvError):

@@ -108,17 +108,17 @@ class Session:
         Servers silently drop keyword arguments their ``reset`` does not take: the official chess
         server ignores ``seed``, for instance.
         """
-        data = self._request(_protocol.reset_frame(kwargs), "observation")
+        data = self._request(_protocol.reset_message(kwargs), "observation")
         return _protocol.parse_observation(data, url=self.url)
 
     def step(self, action: dict[str, Any]) -> StepResult:
         """Play one action, given as the action model's fields (e.g. ``{"move": "e2e4"}``)."""
-        data = self._request(_protocol.step_frame(action), "observation")
+        data = self._request(_protocol.step_message(action), "observation")
         return _protocol.parse_observation(data, url=self.url)
 
     def state(self) -> dict[str, Any]:
         """The environment's state (``episode_id``, ``step_count`` and environment-specific fields)."""
-        return self._request(_protocol.state_frame(), "state")
+        return self._request(_protocol.state_message(), "state")
 
     def close(self) -> None:
         """End the session and free its slot on the server. Safe to call more than once."""
@@ -127,7 +127,7 @@ class Session:
             return
         self._ws = None
         with contextlib.suppress(ConnectionClosed, OSError):
-            ws.send(_protocol.close_frame())
+            ws.send(_protocol.close_message())
         self._finalizer()
 
     def __enter__(self) -> Session:

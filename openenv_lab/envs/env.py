@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from ..adapters import ADAPTERS, Adapter
+from ..adapters import Adapter
 from ..client import (
     Client,
     ConnectError,
@@ -23,11 +23,9 @@ from ..client import (
     SessionClosed,
     Timeouts,
 )
-from ..client._protocol import EXECUTION_HINT
-from ..launch import DockerServer, EmbeddedServer, Launcher, RemoteServer, shared_embedded_server
+from ..launch import EmbeddedServer, Launcher
+from ._build import make_adapter, make_launcher
 from ._episode import Episode, retry_after_collecting
-
-_REFUSED_AT_MAKE = "The server refused the options given to make(), so no environment was made"
 
 __all__ = ["OpenEnvEnv"]
 
@@ -90,7 +88,7 @@ class OpenEnvEnv(gym.Env):
     ) -> None:
         self._owns_launcher = False
         timeouts = Timeouts.of(timeouts)  # checked before a server starts
-        self.adapter = _make_adapter(adapter, adapter_options)
+        self.adapter = make_adapter(adapter, adapter_options)
         self.metadata = {
             "render_modes": list(self.adapter.render_modes),
             "render_fps": self.adapter.render_fps,
@@ -99,7 +97,7 @@ class OpenEnvEnv(gym.Env):
             modes = self.adapter.render_modes
             raise ValueError(f"render_mode={render_mode!r} is not supported here; choose one of {modes}")
         self.render_mode = render_mode
-        self.launcher, self._owns_launcher = _make_launcher(self.adapter, base_url, launcher, image)
+        self.launcher, self._owns_launcher = make_launcher(self.adapter, base_url, launcher, image)
         self._session: Session | None = None
         try:
             self.base_url = self.launcher.start()
@@ -113,11 +111,21 @@ class OpenEnvEnv(gym.Env):
             self._session = retry_after_collecting(self.client.session)
             if self.adapter.needs_probe:
                 self.adapter.probe(self._session.reset(**self.adapter.reset_kwargs(None, None)))
-        except BaseException as exc:
+        except ServerError as exc:
             self.close()
-            if isinstance(exc, ServerError) and exc.code == "EXECUTION_ERROR" and exc.args:
-                # The options were refused at the probing reset: there is no session to keep open.
-                exc.args = (exc.args[0].replace(EXECUTION_HINT, _REFUSED_AT_MAKE), *exc.args[1:])
+            if exc.code != "EXECUTION_ERROR":
+                raise
+            # The options were refused at the probing reset: there is no session to keep open.
+            raise ServerError(
+                f"The server at {exc.url} refused the options given to make(): {exc.server_message}. No "
+                "environment was made.",
+                code=exc.code,
+                server_message=exc.server_message,
+                details=exc.details,
+                url=exc.url,
+            ) from None
+        except BaseException:
+            self.close()
             raise
         self.observation_space = self.adapter.observation_space
         self.action_space = self.adapter.action_space
@@ -195,62 +203,3 @@ class OpenEnvEnv(gym.Env):
         if self.__dict__.get("_owns_launcher"):
             self._owns_launcher = False
             self.launcher.stop()
-
-
-def _make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
-    if isinstance(adapter, Adapter):
-        if options:
-            raise TypeError(f"Options {sorted(options)} cannot be applied to an adapter instance")
-        return adapter
-    if isinstance(adapter, str):
-        try:
-            adapter = ADAPTERS[adapter]
-        except KeyError:
-            raise ValueError(f"Unknown adapter {adapter!r}; known: {', '.join(sorted(ADAPTERS))}") from None
-    try:
-        return adapter(**options)
-    except TypeError as exc:
-        raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
-
-
-def _make_launcher(
-    adapter: Adapter,
-    base_url: str | None,
-    launcher: str | Launcher,
-    image: str | None,
-    max_sessions: int | None = None,
-) -> tuple[Launcher, bool]:
-    """The launcher for these arguments, and whether the env owns it (stops it on close).
-
-    ``max_sessions`` is the room a server started here needs (vector envs), None for its default."""
-    options = adapter.server_options()
-    if base_url is not None:
-        if options:
-            raise ValueError(
-                f"{sorted(options)} configure the embedded server, but base_url={base_url!r} names a running "
-                "one with its own settings: drop one or the other"
-            )
-        if image is not None or launcher != "embedded":
-            raise ValueError("base_url names a running server: drop launcher= and image=, or base_url")
-        return RemoteServer(base_url), False
-    if not isinstance(launcher, str):
-        if image is not None or options:
-            raise ValueError(
-                "A launcher object carries its own image and options: drop image= and the options"
-            )
-        return launcher, False
-    if launcher not in ("embedded", "docker"):
-        raise ValueError(f"launcher must be 'embedded', 'docker' or a launcher object, got {launcher!r}")
-    if image is not None:
-        name = adapter.server_name if image.startswith("openenv-lab/") else None
-        if name is None:
-            return DockerServer(image=image), True
-        return DockerServer(name, image=image, max_sessions=max_sessions, **options), True
-    if adapter.server_name is None:
-        raise ValueError(
-            f"{type(adapter).__name__} has no bundled server to start: pass base_url='http://host:port' "
-            "of a running OpenEnv server, or image='<an OpenEnv image>'"
-        )
-    if launcher == "docker":
-        return DockerServer(adapter.server_name, max_sessions=max_sessions, **options), True
-    return shared_embedded_server(adapter.server_name, max_sessions=max_sessions, **options), False

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..client._urls import http_url
+from ..client import http_url
+from ..servers import get_bundled_server
 from .docker import DockerServer, build_image, prune
 from .embedded import EmbeddedServer, shared_embedded_server, stop_embedded_servers
 from .fleet import Crash, Fleet, serve
@@ -24,6 +25,7 @@ __all__ = [
     "Launcher",
     "RemoteServer",
     "build_image",
+    "max_sessions_for",
     "prune",
     "serve",
     "shared_embedded_server",
@@ -58,3 +60,16 @@ class RemoteServer:
 
     def __repr__(self) -> str:
         return f"<RemoteServer {self.base_url}>"
+
+
+def max_sessions_for(server_name: str, sessions: int) -> int | None:
+    """The ``max_sessions`` to start the bundled server ``server_name`` with, so that it holds ``sessions``
+    sessions: None when its default room is enough (environments of a process then share one embedded
+    server), else ``sessions``.
+
+    Example:
+        >>> max_sessions_for("chess", 8), max_sessions_for("atari", 32)
+        (None, 32)
+    """
+    default = get_bundled_server(server_name).default_max_sessions
+    return None if sessions <= default else sessions

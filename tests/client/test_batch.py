@@ -18,7 +18,6 @@ from openenv_lab.client import (
     Timeout,
     Timeouts,
 )
-from openenv_lab.client.async_session import AsyncSession, exchange
 from openenv_lab.client.batch import Channel, SyncChannel, read_observation
 from openenv_lab.launch import EmbeddedServer
 from tests.peers.raw_servers import SilentBatchServer
@@ -60,32 +59,6 @@ def test_batched_sessions_play_like_sessions(echo):
         assert client.capacity()["active_sessions"] == 0
 
 
-def test_exchange_sends_one_frame_per_channel_beside_plain_sessions(echo):
-    async def play():
-        channel = await Channel.open(echo, "/ws/batch", 3)
-        plain = await AsyncSession.open(echo)
-        sent = []
-        original = channel.submit
-
-        async def counting(entries):
-            sent.append(len(entries))
-            return await original(entries)
-
-        channel.submit = counting  # type: ignore[method-assign]
-        try:
-            sessions = [*channel.sessions, plain]
-            await exchange([(s, "reset", {}) for s in sessions], 10)
-            steps = [(s, "step", {"message": "x" * (k + 1)}) for k, s in enumerate(sessions)]
-            return sent, await exchange(steps, 10)
-        finally:
-            await plain.close()
-            await channel.close()
-
-    sent, outcomes = run(play())
-    assert sent == [3, 3]  # one frame for the channel's three sessions, per exchange
-    assert [o.observation["message_length"] for o in outcomes] == [1, 2, 3, 4]
-
-
 def test_opening_more_sessions_than_the_server_has_is_a_capacity_error(echo):
     async def attempt():
         await Channel.open(echo, "/ws/batch", 7)
@@ -104,26 +77,10 @@ def test_a_silent_server_times_out_and_closes_the_channel():
         assert channel.closed
         with pytest.raises(SessionClosed):
             await channel.sessions[1].step({})
-        outcomes = await exchange([(channel.sessions[1], "step", {})], 1)
         await channel.close()
-        return outcomes
 
     with SilentBatchServer() as server:
-        (outcome,) = run(attempt())
-    assert isinstance(outcome, SessionClosed)
-
-
-def test_exchange_times_out_a_silent_channel_and_drops_it():
-    async def attempt():
-        channel = await Channel.open(server.url, "/ws/batch", 2, timeouts=Timeouts(request=5, close=0.5))
-        outcomes = await exchange([(s, "step", {}) for s in channel.sessions], 0.3)
-        closed = channel.closed
-        await channel.close()
-        return outcomes, closed
-
-    with SilentBatchServer() as server:
-        outcomes, closed = run(attempt())
-    assert all(isinstance(o, Timeout) for o in outcomes) and closed
+        run(attempt())
 
 
 def test_a_reply_with_the_wrong_number_of_entries_is_a_protocol_error():

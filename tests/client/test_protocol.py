@@ -7,7 +7,7 @@ import json
 import pytest
 
 from openenv_lab.client import CapacityError, ProtocolError, ServerError
-from openenv_lab.client._protocol import parse_observation, parse_reply, reset_frame, step_frame
+from openenv_lab.client._protocol import parse_observation, parse_reply, reset_message, step_message
 from openenv_lab.client._urls import http_url, is_loopback, ws_url
 
 
@@ -116,13 +116,13 @@ def test_unexpected_frames_are_protocol_errors(raw):
 
 
 def test_frames_are_compact_json():
-    assert reset_frame({"seed": 1}) == '{"type":"reset","data":{"seed":1}}'
-    assert step_frame({"move": "e2e4"}) == '{"type":"step","data":{"move":"e2e4"}}'
+    assert reset_message({"seed": 1}) == '{"type":"reset","data":{"seed":1}}'
+    assert step_message({"move": "e2e4"}) == '{"type":"step","data":{"move":"e2e4"}}'
 
 
 def test_nan_in_an_action_is_refused_before_sending():
     with pytest.raises(ValueError):
-        step_frame({"x": float("nan")})
+        step_message({"x": float("nan")})
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ import socket
 import pytest
 
 from openenv_lab.client import (
-    AsyncSession,
     CapacityError,
     Client,
     ConnectError,
@@ -21,7 +20,6 @@ from openenv_lab.client import (
     Timeout,
     Timeouts,
 )
-from openenv_lab.client.async_session import exchange
 from openenv_lab.launch import EmbeddedServer
 from tests.conftest import HANG
 from tests.peers.raw_servers import GarbageServer, LegacyServer, MuteServer, NotOpenEnvServer, SilentServer
@@ -211,34 +209,6 @@ def test_waiting_for_health_keeps_to_its_own_deadline():
         client.close()
 
 
-def test_an_interrupted_exchange_drops_the_sessions_whose_replies_are_on_their_way(hanging_counter):
-    async def scenario() -> tuple[list[bool], list[int], int]:
-        sessions = [await AsyncSession.open(hanging_counter) for _ in range(3)]
-        for session in sessions:
-            await session.reset()
-        sent_before = [session.bytes_sent for session in sessions]
-        deltas = (1, HANG, 1)  # session 1's step stalls; session 2's reply arrives but is never read
-        batch = exchange([(s, "step", {"delta": d}) for s, d in zip(sessions, deltas, strict=True)], 30)
-        task = asyncio.ensure_future(batch)
-        await asyncio.sleep(1)
-        task.cancel()  # what a vector env's Ctrl+C does to the batch in flight
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        closed = [session.closed for session in sessions]
-        unanswered = [
-            session.bytes_sent - before for session, before in zip(sessions, sent_before, strict=True)
-        ]
-        value = (await sessions[0].step({"delta": 2})).observation["value"]  # read in time: still in step
-        for session in sessions:
-            await session.close()
-        return closed, unanswered, value
-
-    closed, unanswered, value = asyncio.run(scenario())
-    assert closed == [False, True, True]
-    assert unanswered[0] > 0 and unanswered[1:] == [0, 0]  # bytes count once a reply is read, as Session does
-    assert value == 3
-
-
 def test_an_interrupted_request_closes_the_session(hanging_counter):
     # Ctrl+C while a step runs: its reply, read later, would pass for the reply to the next request.
     session = Session(hanging_counter)
@@ -260,24 +230,6 @@ def test_an_interrupted_request_closes_the_session(hanging_counter):
         session.step({"delta": 1})
 
 
-def test_exchange_reports_each_requests_own_outcome(official_counter):
-    async def scenario() -> list[object]:
-        sessions = [await AsyncSession.open(official_counter) for _ in range(2)]
-        for session in sessions:
-            await session.reset()
-        await sessions[1].close()
-        outcomes = await exchange(
-            [(sessions[0], "step", {"delta": 10}), (sessions[1], "step", {"delta": 1})], 5
-        )
-        await sessions[0].close()
-        return outcomes
-
-    done, closed = asyncio.run(scenario())
-    assert done.observation["value"] == 10 and done.done
-    assert isinstance(closed, SessionClosed) and "closed; open a new one" in str(closed)
-
-
-@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="SIGALRM")
 def test_an_interrupt_while_the_request_is_sent_closes_the_session():
     # The server stops reading: a large step blocks in the send, where Ctrl+C lands. Part of the frame
     # may have gone, or all of it with its reply to follow: either way the session cannot go on.

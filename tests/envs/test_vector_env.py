@@ -18,12 +18,13 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_lab
 from openenv_lab.client import CapacityError, ConnectError, OpenEnvError, SessionClosed, Timeout
+from openenv_lab.client import pool as pool_module
+from openenv_lab.client import transport as transport_module
 from openenv_lab.client._direct import DirectConnection
 from openenv_lab.client.async_session import AsyncSession
 from openenv_lab.client.batch import BatchedSession, SyncBatchedSession, SyncChannel
 from openenv_lab.envs import OpenEnvVectorEnv
-from openenv_lab.envs import vector as vector_module
-from openenv_lab.envs.vector import add_info
+from openenv_lab.envs.infos import add_info
 from openenv_lab.launch import EmbeddedServer
 from tests.conftest import HANG
 
@@ -32,7 +33,7 @@ from tests.conftest import HANG
 def channels(request, monkeypatch):
     """Sessions on our loopback servers over `SyncChannel` (what they get) or asyncio's `Channel` (what
     remote servers get): the tests that use this fixture hold both to the same behaviour."""
-    monkeypatch.setattr(vector_module, "_SYNC_CHANNELS", request.param == "sync")
+    monkeypatch.setattr(pool_module, "DIRECT_ON_LOOPBACK", request.param == "sync")
     return SyncBatchedSession if request.param == "sync" else BatchedSession
 
 
@@ -57,7 +58,7 @@ def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
 def test_same_results_as_sync_vector_env_on_the_same_seeds(
     chess_url, mode, multiplex, num_envs, sync, monkeypatch
 ):
-    monkeypatch.setattr(vector_module, "_SYNC_CHANNELS", sync)
+    monkeypatch.setattr(pool_module, "DIRECT_ON_LOOPBACK", sync)
     options = {"opponent": "greedy", "max_moves": 12}  # short games: several autoresets
     ours = gym.make_vec(
         "openenv/chess", num_envs=num_envs, autoreset_mode=mode, multiplex=multiplex, **options
@@ -67,7 +68,7 @@ def test_same_results_as_sync_vector_env_on_the_same_seeds(
     )
     assert isinstance(ours, OpenEnvVectorEnv)
     kind = (SyncBatchedSession if sync else BatchedSession) if multiplex else AsyncSession
-    assert all(type(session) is kind for session in ours._sessions)
+    assert all(type(session) is kind for session in ours._transport.seats)
     assert ours.metadata["autoreset_mode"] == reference.metadata["autoreset_mode"] == mode
     assert ours.observation_space == reference.observation_space
     assert ours.action_space == reference.action_space
@@ -90,27 +91,37 @@ def test_same_results_as_sync_vector_env_on_the_same_seeds(
 
 def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official_counter, channels):
     envs = gym.make_vec("openenv/chess", num_envs=3, base_url=chess_url)
-    connections = {id(session.channel) for session in envs._sessions}
-    assert len(connections) == 1 and all(type(s) is channels for s in envs._sessions)
+    connections = {id(session.channel) for session in envs._transport.seats}
+    assert len(connections) == 1 and all(type(s) is channels for s in envs._transport.seats)
     assert openenv_lab.Client(chess_url).capacity()["active_sessions"] == 3
     envs.close()
     assert openenv_lab.Client(chess_url).capacity()["active_sessions"] == 0
     plain = gym.make_vec("openenv/chess", num_envs=2, base_url=chess_url, multiplex=False)
-    assert all(isinstance(s, AsyncSession) for s in plain._sessions)
+    assert all(isinstance(s, AsyncSession) for s in plain._transport.seats)
     plain.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the counter does not confirm seeds
         official = gym.make_vec("openenv/remote", num_envs=2, base_url=official_counter)  # no /ws/batch
-    assert all(isinstance(s, AsyncSession) for s in official._sessions)
+    assert all(isinstance(s, AsyncSession) for s in official._transport.seats)
     official.close()
 
 
-def test_a_reset_mask_that_chooses_none_resets_nothing(chess_url):
+def test_reset_mask_is_checked_as_gymnasium_checks_it(chess_url):
     envs = gym.make_vec("openenv/chess", num_envs=2, agent_color="white")
-    obs, _ = envs.reset(seed=0)
-    again, infos = envs.reset(options={"reset_mask": np.zeros(2, dtype=np.bool_)})
-    assert data_equivalence(obs, again) and infos == {}
+    reference = SyncVectorEnv([lambda: gym.make("openenv/chess", agent_color="white") for _ in range(2)])
+    envs.reset(seed=0)
+    reference.reset(seed=0)
+    for bad in (np.zeros(2, dtype=np.bool_), np.array([0, 1]), np.ones(3, dtype=np.bool_), [True, False]):
+        with pytest.raises((TypeError, ValueError)) as ours:
+            envs.reset(options={"reset_mask": bad})
+        with pytest.raises((TypeError, ValueError)) as theirs:
+            reference.reset(options={"reset_mask": bad})
+        assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+    # An integer mask is refused, not used as indices (which would reset sub-environment 0 here).
+    with pytest.raises(TypeError, match=r"dtype=np\.bool_"):
+        envs.reset(options={"reset_mask": np.array([0, 1])})
     envs.close()
+    reference.close()
 
 
 def test_a_step_that_fails_while_its_second_half_is_in_flight_closes_the_env(chess_url, channels):
@@ -169,21 +180,19 @@ def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypa
     # Another client takes 3 of server a's 4 slots right after make_vec read a's capacity: the channel
     # of 2 sessions that a was given is refused, and the capacities are read again. (Nothing to collect:
     # the retry after a garbage collection, for slots held by unreferenced envs, stays out of it.)
-    from openenv_lab.envs.vector import OpenEnvVectorEnv
-
     monkeypatch.setattr("openenv_lab.envs._episode.gc.collect", lambda: 0)
 
     with EmbeddedServer("echo", max_sessions=4) as a, EmbeddedServer("echo", max_sessions=4) as b:
         others: list[openenv_lab.Session] = []
-        read = OpenEnvVectorEnv._capacity
+        read = pool_module._capacity
 
-        def read_then_lose_the_race(self, url):
-            capacity = read(self, url)
+        def read_then_lose_the_race(url, options):
+            capacity = read(url, options)
             if url == a.base_url and not others:
                 others.extend(openenv_lab.Session(a.base_url) for _ in range(3))
             return capacity
 
-        monkeypatch.setattr(OpenEnvVectorEnv, "_capacity", read_then_lose_the_race)
+        monkeypatch.setattr(pool_module, "_capacity", read_then_lose_the_race)
         try:
             envs = gym.make_vec("openenv/echo", num_envs=4, base_urls=[a.base_url, b.base_url])
             urls = [episode.base_url for episode in envs.episodes]
@@ -200,11 +209,9 @@ def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypa
 
 
 def test_slots_taken_at_every_reading_is_a_capacity_error_that_says_so(monkeypatch):
-    from openenv_lab.envs.vector import OpenEnvVectorEnv
-
     monkeypatch.setattr("openenv_lab.envs._episode.gc.collect", lambda: 0)
     with EmbeddedServer("echo", max_sessions=2) as server:
-        monkeypatch.setattr(OpenEnvVectorEnv, "_capacity", lambda self, url: (2, "/ws/batch"))  # stale
+        monkeypatch.setattr(pool_module, "_capacity", lambda url, options: (2, "/ws/batch"))  # stale
         others = [openenv_lab.Session(server.base_url)]
         try:
             with pytest.raises(CapacityError, match=r"Sub-environment 0 .*took the free slots.*3 times"):
@@ -264,7 +271,7 @@ def test_a_sub_environment_that_does_not_answer_in_time_is_named_and_nothing_han
             "openenv/remote", num_envs=3, base_url=hanging_counter, timeouts=openenv_lab.Timeouts(request=1)
         )
         envs.reset(seed=0)
-    sessions = list(envs._sessions)
+    sessions = list(envs._transport.seats)
     started = time.monotonic()
     with (
         pytest.raises(Timeout, match=r"Sub-environment 1 \(server http://.*did not reply within 1 s"),
@@ -281,7 +288,7 @@ def test_an_interrupted_step_closes_every_session(hanging_counter):
         warnings.simplefilter("ignore", UserWarning)
         envs = gym.make_vec("openenv/remote", num_envs=3, base_url=hanging_counter)
         envs.reset(seed=0)
-    sessions = list(envs._sessions)
+    sessions = list(envs._transport.seats)
 
     def interrupt(*_):
         raise KeyboardInterrupt
@@ -310,21 +317,22 @@ def slow_chess():
 
 def test_a_slow_step_on_a_sync_channel_times_out_naming_the_sub_environment(slow_chess):
     envs = gym.make_vec("openenv/chess", num_envs=2, base_url=slow_chess, agent_color="white")
-    assert all(isinstance(s, SyncBatchedSession) for s in envs._sessions)
+    assert all(isinstance(s, SyncBatchedSession) for s in envs._transport.seats)
     obs, _ = envs.reset(seed=0)
-    for channel in envs._sync_channels:  # now, not at make_vec: opening and resetting take longer
+    # Now, not at make_vec: opening and resetting take longer.
+    for channel in {s.channel for s in envs._transport.seats}:
         channel.timeouts = openenv_lab.Timeouts(request=0.25)
     started = time.monotonic()
     with pytest.raises(Timeout, match=r"Sub-environment 0 \(server http://.*did not reply within 0\.25 s"):
         envs.step(masked_actions(envs, obs, np.random.default_rng(0)))
     assert time.monotonic() - started < 5
-    assert envs.closed and all(s.closed for s in envs._sessions or [])
+    assert envs.closed and all(s.closed for s in (envs._transport.seats if envs._transport else []))
     wait_until_no_sessions(slow_chess)
 
 
 def test_an_interrupted_step_on_a_sync_channel_closes_every_session(slow_chess):
     envs = gym.make_vec("openenv/chess", num_envs=2, base_url=slow_chess, agent_color="white")
-    sessions = list(envs._sessions)
+    sessions = list(envs._transport.seats)
     assert all(isinstance(s, SyncBatchedSession) for s in sessions)
     obs, _ = envs.reset(seed=0)
 
@@ -351,13 +359,15 @@ def test_vector_envs_dropped_without_close_free_their_sessions(channels):
         threads = []
         for _ in range(4):  # if dropped envs kept their sessions, the third would find the server full
             envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
-            assert all(type(s) is channels for s in envs._sessions)
+            assert all(type(s) is channels for s in envs._transport.seats)
             envs.reset(seed=0)
-            threads.append(envs._loop._thread)
+            transport = envs._transport
+            threads.append(transport.loop.thread if hasattr(transport, "loop") else None)
         del envs
         for thread in threads:
-            thread.join(5)
-            assert not thread.is_alive()  # their event-loop threads ended too
+            if thread is not None:
+                thread.join(5)
+                assert not thread.is_alive()  # their event-loop threads ended too
         wait_until_no_sessions(server.base_url)
 
 
@@ -365,13 +375,13 @@ def test_an_interrupt_while_recv_decodes_closes_the_env(monkeypatch):
     with EmbeddedServer("echo", max_sessions=4) as server:
         envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
         envs.reset(seed=0)
-        real = vector_module.read_observation
+        real = transport_module.read_observation
 
         def interrupted(*args):
-            monkeypatch.setattr(vector_module, "read_observation", real)
+            monkeypatch.setattr(transport_module, "read_observation", real)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(vector_module, "read_observation", interrupted)
+        monkeypatch.setattr(transport_module, "read_observation", interrupted)
         envs.send(("hi",) * 4)
         with pytest.raises(KeyboardInterrupt):
             envs.recv()  # the batch's replies were read off the wire, not handed over
