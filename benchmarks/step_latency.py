@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import openenv_lab
     from openenv_lab.launch import stop_embedded_servers
-    from openenv_lab.servers._app import import_openenv_server
+    from openenv_lab.servers import import_openenv_server
 
     options = {"agent_color": "white", "opponent": "random"}
     cold_make, env = timed(lambda: gym.make("openenv/chess", **options))

@@ -13,7 +13,6 @@ server runs) and `openenv_lab.servers` (our own OpenEnv environments).
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from .adapters import Adapter, ChessAdapter, GenericAdapter
@@ -37,11 +36,7 @@ from .client import (
 )
 from .envs import OpenEnvEnv, OpenEnvVectorEnv, register_envs
 from .launch import DockerServer, EmbeddedServer, Fleet, RemoteServer, serve
-
-try:
-    __version__ = version("openenv-lab")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0"
+from .version import __version__
 
 register_envs()
 

@@ -161,7 +161,7 @@ def _parse_bool(text: str) -> bool:
 
 def _serve(args: argparse.Namespace) -> int:
     """Serve one of our OpenEnv environments over HTTP and WebSocket until Ctrl+C."""
-    from .servers._run import run_server
+    from .servers import run_server
 
     options = {name: getattr(args, name) for name in args.options}
     if args.replicas != 1:
@@ -291,9 +291,11 @@ def _play_chess(args: argparse.Namespace) -> int:
     import chess.pgn
     import gymnasium as gym
 
-    import openenv_lab  # noqa: F401  (registers the ids)
-    from openenv_lab._files import check_writable, write_text_atomically
-    from openenv_lab.client import OpenEnvError
+    from .client import OpenEnvError
+    from .envs import register_envs
+    from .files import check_writable, write_text_atomically
+
+    register_envs()  # done by importing the package already; said here because this function relies on it
 
     if args.games < 1:
         print("openenv-lab play: --games must be at least 1", file=sys.stderr)

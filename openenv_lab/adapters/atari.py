@@ -37,8 +37,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from .._frames import apply_delta
 from ..client import ProtocolError, StepResult
+from ..screen_delta import apply_delta
 from .base import Adapter, Transition
 
 __all__ = ["AtariAdapter", "ScreenProxy", "encode_png"]

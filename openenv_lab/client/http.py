@@ -13,7 +13,7 @@ import ssl
 import time
 from typing import Any
 
-from .._imports import hidden_module
+from ..optional_imports import hidden_module
 from ._config import Keepalive, Timeouts
 from ._urls import http_url, is_loopback
 from .errors import ConnectError, OpenEnvError, ProtocolError, Timeout

@@ -10,7 +10,7 @@ from typing import Any
 from ..adapters import ADAPTERS, Adapter
 from ..launch import DockerServer, Launcher, RemoteServer, max_sessions_for, shared_embedded_server
 
-__all__ = ["make_adapter", "make_launcher"]
+__all__ = ["check_render_mode", "make_adapter", "make_launcher"]
 
 
 def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
@@ -28,6 +28,17 @@ def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]
         return adapter(**options)
     except TypeError as exc:
         raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
+
+
+def check_render_mode(adapter: Adapter, render_mode: str | None) -> None:
+    """Refuse a render mode the family does not draw, naming those it does."""
+    if render_mode is None or render_mode in adapter.render_modes:
+        return
+    modes = ", ".join(repr(mode) for mode in adapter.render_modes) or "nothing"
+    raise ValueError(
+        f"render_mode={render_mode!r} is not supported by {type(adapter).__name__}, which renders as "
+        f"{modes}: make the env with one of those"
+    )
 
 
 def make_launcher(

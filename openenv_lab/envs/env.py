@@ -24,7 +24,7 @@ from ..client import (
     Timeouts,
 )
 from ..launch import EmbeddedServer, Launcher
-from ._build import make_adapter, make_launcher
+from ._build import check_render_mode, make_adapter, make_launcher
 from ._episode import Episode, retry_after_collecting
 
 __all__ = ["OpenEnvEnv"]
@@ -93,9 +93,7 @@ class OpenEnvEnv(gym.Env):
             "render_modes": list(self.adapter.render_modes),
             "render_fps": self.adapter.render_fps,
         }
-        if render_mode is not None and render_mode not in self.adapter.render_modes:
-            modes = self.adapter.render_modes
-            raise ValueError(f"render_mode={render_mode!r} is not supported here; choose one of {modes}")
+        check_render_mode(self.adapter, render_mode)
         self.render_mode = render_mode
         self.launcher, self._owns_launcher = make_launcher(self.adapter, base_url, launcher, image)
         self._session: Session | None = None

@@ -38,7 +38,7 @@ from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult,
 from ..client.pool import open_pool
 from ..client.transport import Reply, Request, Transport
 from ..launch import Launcher
-from ._build import make_adapter, make_launcher
+from ._build import check_render_mode, make_adapter, make_launcher
 from ._episode import Episode, retry_after_collecting
 from .infos import add_info
 
@@ -117,10 +117,7 @@ class OpenEnvVectorEnv(VectorEnv):
         self.copy = copy
         self.adapters = [make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
         first = self.adapters[0]
-        if render_mode is not None and render_mode not in first.render_modes:
-            raise ValueError(
-                f"render_mode={render_mode!r} is not supported; choose one of {first.render_modes}"
-            )
+        check_render_mode(first, render_mode)
         self.render_mode = render_mode
         self.metadata = {
             "render_modes": list(first.render_modes),

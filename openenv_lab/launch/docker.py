@@ -31,9 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..client._config import Timeouts
-from ..client.errors import LaunchError, OpenEnvError
-from ..client.http import Client
+from ..client import Client, LaunchError, OpenEnvError, Timeouts
 from ..servers import get_bundled_server
 
 __all__ = ["CONTAINER_PORT", "LABEL", "DockerServer", "build_image", "default_image", "prune"]
@@ -48,7 +46,7 @@ BASE_IMAGE_VARIABLE = "OPENENV_LAB_DOCKER_BASE_IMAGE"
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return __version__
 

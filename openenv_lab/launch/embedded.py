@@ -23,10 +23,8 @@ import time
 import weakref
 from typing import Any
 
-from ..client.errors import LaunchError, OpenEnvError
-from ..client.http import Client
-from ..servers import get_bundled_server
-from ..servers._run import ANNOUNCE_PREFIX
+from ..client import Client, LaunchError, OpenEnvError
+from ..servers import ANNOUNCE_PREFIX, get_bundled_server
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
 

@@ -20,9 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..client._config import Timeouts
-from ..client.errors import LaunchError, OpenEnvError
-from ..client.http import Client
+from ..client import Client, LaunchError, OpenEnvError, Timeouts
 from .embedded import EmbeddedServer
 
 __all__ = ["Crash", "Fleet", "serve"]

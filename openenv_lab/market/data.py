@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from . import DEFAULT_INDICATORS, MarketDataError, parse_indicators
+from .indicators import DEFAULT_INDICATORS, MarketDataError, parse_indicators
 
 __all__ = [
     "DEFAULT_INDICATORS",

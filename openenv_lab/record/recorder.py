@@ -32,8 +32,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.vector.utils import iterate
 
-from .._files import check_writable
 from ..client import OpenEnvError
+from ..files import check_writable
 from .trajectory import Trajectory
 
 __all__ = ["RecordTrajectory", "RecordVectorTrajectory"]

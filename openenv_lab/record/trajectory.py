@@ -23,7 +23,7 @@ plus each family's columns (chess ``fen`` and moves, Atari ``frame_png``, FinRL 
 ``/metadata``, a hash of its ``/schema``, package versions, wall time, the family's extras) is stored in
 the Parquet file's key-value metadata, so one file carries everything.
 
-Files are written to a temporary file beside the target and renamed into place (`openenv_lab._files`): a
+Files are written to a temporary file beside the target and renamed into place (`openenv_lab.files`): a
 file is never left half-written, even if the kernel dies mid-write. `load_trajectory` refuses, naming the
 file and the problem, anything that is not such a file (damaged metadata or missing columns included).
 """
@@ -38,7 +38,7 @@ from typing import Any
 
 import polars as pl
 
-from .._files import write_atomically
+from ..files import write_atomically
 
 __all__ = ["FORMAT_VERSION", "Trajectory", "TrajectoryFormatError", "load_trajectory"]
 
@@ -146,13 +146,13 @@ class Trajectory:
         )
 
     def _repr_html_(self) -> str:
-        from ..widgets.html import trajectory_html
+        from ..render.pages import trajectory_html
 
         return trajectory_html(self)
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
-        """A self-contained HTML page replaying the trajectory (see `openenv_lab.widgets.html`)."""
-        from ..widgets.html import trajectory_html, write_html
+        """A self-contained HTML page replaying the trajectory (see `openenv_lab.render.pages`)."""
+        from ..render.pages import trajectory_html, write_html
 
         page = trajectory_html(self, **options)
         if path is not None:

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._imports import hidden_module
+from ..optional_imports import hidden_module
 
 __all__ = ["build_app", "import_openenv_server"]
 
@@ -64,8 +64,7 @@ def build_app(
     env_server = import_openenv_server()
     from fastapi import FastAPI
 
-    from openenv_lab import __version__
-
+    from ..version import __version__
     from ._batch import BATCH_ROUTE, register_batch_route, supports_batches
 
     app = FastAPI(

@@ -45,7 +45,7 @@ class ServerEnvironment(Environment):
         return False
 
     def get_metadata(self) -> Any:
-        from openenv_lab import __version__
+        from ..version import __version__
 
         return EnvironmentMetadata(
             name=self.NAME, description=self.describe(), version=__version__, author="openenv_lab"

@@ -17,8 +17,8 @@ import threading
 import time
 from typing import Any
 
-from .._imports import hidden_module
-from . import get_bundled_server
+from ..optional_imports import hidden_module
+from .catalogue import get_bundled_server
 
 __all__ = ["ANNOUNCE_PREFIX", "run_server"]
 

@@ -16,7 +16,7 @@ Additions, invisible to clients that do not ask for them:
   left empty: about 1 KB instead of 450 KB of JSON for Pong, and no 30 ms of JSON work per step.
   ``frame_encoding="delta"`` sends only the pixels that changed since the frame sent before
   (``screen_encoding="delta"``, with ``screen_base`` the ``frame_number`` of that frame; layout in
-  ``openenv_lab._frames``), and a whole zlib frame after a reset or when much of the screen changed:
+  ``openenv_lab.screen_delta``), and a whole zlib frame after a reset or when much of the screen changed:
   about as small as zlib, and cheaper to make and to read. The reset metadata lists the encodings offered
   (``frame_encodings``), so clients can pick the best one the server has;
 - metadata says why an episode ended: ``end_reason`` is ``game_over`` (a real end) or ``frame_limit``
@@ -40,7 +40,7 @@ import numpy as np
 from ale_py import ALEInterface, roms
 from pydantic import Field
 
-from .._frames import changed_pixels, pack_delta
+from ..screen_delta import changed_pixels, pack_delta
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
 

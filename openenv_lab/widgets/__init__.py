@@ -3,12 +3,12 @@
 - `show` / `TrajectoryViewer`: replay a trajectory (a `Trajectory`, a Parquet path, or a recording env);
 - `compare`: two trajectories side by side on one slider;
 - `RewardCurve`: episode returns while training runs (a plain loop or Stable-Baselines3);
-- `openenv_lab.widgets.html`: the same replays as self-contained HTML, for GitHub and nbviewer.
+- `openenv_lab.render`: the same replays as self-contained HTML pages, for GitHub and nbviewer.
 
 Widgets read recorded frames only; they never talk to servers.
 """
 
-from .renderers import register_renderer
+from ..render.renderers import register_renderer
 from .reward_curve import RewardCurve
 from .viewer import Comparison, TrajectoryViewer, compare, show
 

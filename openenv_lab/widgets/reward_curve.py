@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from .html import write_html
+from ..render.pages import write_html
 
 __all__ = ["RewardCurve"]
 

@@ -16,8 +16,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..record.trajectory import Trajectory, load_trajectory
-from .html import DEFAULT_MAX_BYTES, side_by_side, trajectory_html, write_html
-from .renderers import renderer_for, step_table
+from ..render.pages import DEFAULT_MAX_BYTES, side_by_side, trajectory_html, write_html
+from ..render.renderers import renderer_for, step_table
 
 __all__ = ["NOTEBOOK_FALLBACK_BYTES", "TrajectoryViewer", "compare", "show"]
 
@@ -137,7 +137,7 @@ class TrajectoryViewer:
         return trajectory_html(self.trajectory, episode=self.episode_picker.value)
 
     def to_html(self, path: str | os.PathLike[str] | None = None, **options: Any) -> str:
-        """The static replay of the episode on screen (see `openenv_lab.widgets.html.trajectory_html`)."""
+        """The static replay of the episode on screen (see `openenv_lab.render.pages.trajectory_html`)."""
         page = trajectory_html(self.trajectory, episode=self.episode_picker.value, **options)
         if path is not None:
             write_html(path, page)
@@ -224,7 +224,7 @@ class Comparison:
         fps: int = 4,
     ) -> str:
         """Both static replays side by side on one page, each with its own scrubber, of the episodes on
-        screen (the options as for `openenv_lab.widgets.html.trajectory_html`, ``max_bytes`` for each);
+        screen (the options as for `openenv_lab.render.pages.trajectory_html`, ``max_bytes`` for each);
         written to ``path`` when given."""
         page = self._page(max_bytes=max_bytes, sample=sample, fps=fps)
         if path is not None:

@@ -29,7 +29,7 @@ class Empty(BaseModel):
 
 
 def test_mcp_tool_calls_send_their_constant_and_can_include_arguments():
-    from openenv_lab.servers._app import import_openenv_server
+    from openenv_lab.servers import import_openenv_server
 
     mcp = import_openenv_server().CallToolAction  # the official MCP action model
     default = adapter_for(mcp, Empty, {})

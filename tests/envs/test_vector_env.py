@@ -124,6 +124,35 @@ def test_reset_mask_is_checked_as_gymnasium_checks_it(chess_url):
     reference.close()
 
 
+def test_call_get_attr_and_set_attr_reach_the_sub_environments_as_sync_vector_env_does(chess_url):
+    envs = gym.make_vec("openenv/chess", num_envs=2, agent_color="white")
+    reference = SyncVectorEnv([lambda: gym.make("openenv/chess", agent_color="white") for _ in range(2)])
+    obs, _ = envs.reset(seed=3)
+    reference.reset(seed=3)
+    masks, expected = envs.call("action_masks"), reference.call("action_masks")
+    assert len(masks) == 2 and all(np.array_equal(a, b) for a, b in zip(masks, expected, strict=True))
+    assert np.array_equal(masks[0], obs["action_mask"][0].astype(bool))
+    assert envs.get_attr("action_space") == reference.get_attr("action_space")
+    assert envs.get_attr("base_url") == (chess_url, chess_url)
+    with pytest.raises(AttributeError, match=r"no attribute 'nope'.*action_masks"):
+        envs.call("nope")
+    with pytest.raises(ValueError, match="Got `3` values for 2 environments"):
+        envs.set_attr("action_masks", [1, 2, 3])
+    with pytest.raises(AttributeError, match="no attribute 'render_mode' that can be set"):
+        envs.set_attr("render_mode", "svg")
+    envs.close()
+    reference.close()
+
+
+def test_set_attr_sets_a_family_attribute_on_each_sub_environment():
+    envs = gym.make_vec("openenv/atari", num_envs=2, game="pong")
+    envs.set_attr("_frameskip", [2, 3])
+    assert envs.get_attr("_frameskip") == (2, 3)
+    envs.set_attr("_frameskip", 4)
+    assert envs.get_attr("_frameskip") == (4, 4)
+    envs.close()
+
+
 def test_a_step_that_fails_while_its_second_half_is_in_flight_closes_the_env(chess_url, channels):
     envs = gym.make_vec("openenv/chess", num_envs=8, agent_color="white")
     obs, _ = envs.reset(seed=0)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from openenv_lab.client import Client, Keepalive, Session
-from openenv_lab.servers._app import import_openenv_server
+from openenv_lab.servers import import_openenv_server
 
 OFFICIAL_CHESS_FIELDS = {
     "action": {"move", "metadata"},

@@ -1,4 +1,4 @@
-"""Frame deltas (``openenv_lab._frames``) and the Atari server's ``frame_encoding="delta"`` sessions."""
+"""Frame deltas (``openenv_lab.screen_delta``) and the Atari server's ``frame_encoding="delta"`` sessions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from openenv_lab._frames import MAX_CHANGED_FRACTION, apply_delta, changed_pixels, pack_delta
+from openenv_lab.screen_delta import MAX_CHANGED_FRACTION, apply_delta, changed_pixels, pack_delta
 
 
 def encode_delta(frame, previous):

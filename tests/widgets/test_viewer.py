@@ -9,8 +9,8 @@ import pytest
 
 import openenv_lab
 from openenv_lab.record import Trajectory
+from openenv_lab.render.pages import trajectory_html
 from openenv_lab.widgets import Comparison, TrajectoryViewer, compare, register_renderer, show
-from openenv_lab.widgets.html import trajectory_html
 
 
 @pytest.fixture(scope="module")

@@ -13,22 +13,35 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .._files import write_text_atomically
+from ..files import write_text_atomically
 from .renderers import equity_curve_html, renderer_for, step_table
 
-if TYPE_CHECKING:
-    from ..record.trajectory import Trajectory
+__all__ = ["DEFAULT_MAX_BYTES", "Recording", "side_by_side", "trajectory_html", "write_html"]
 
-__all__ = ["DEFAULT_MAX_BYTES", "side_by_side", "trajectory_html", "write_html"]
+
+class Recording(Protocol):
+    """What a page needs of a recording (an `openenv_lab.record.Trajectory`): this layer reads rows and
+    metadata, and never imports the recording side."""
+
+    metadata: dict[str, Any]
+
+    @property
+    def family(self) -> str: ...
+
+    @property
+    def episodes(self) -> list[int]: ...
+
+    def episode(self, number: int) -> Any: ...
+
 
 #: The largest page we write by default: notebooks and browsers slow down beyond this.
 DEFAULT_MAX_BYTES = 20_000_000
 
 
 def trajectory_html(
-    trajectory: Trajectory,
+    trajectory: Recording,
     *,
     episode: int | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -138,6 +151,6 @@ def side_by_side(*pages: str) -> str:
 
 def write_html(path: str | os.PathLike[str], page: str) -> Path:
     """Write a page as a complete HTML document, atomically (temporary file, then rename; see
-    `openenv_lab._files.write_atomically` for the file's mode and the errors)."""
+    `openenv_lab.files.write_atomically` for the file's mode and the errors)."""
     head = '<!doctype html>\n<html><head><meta charset="utf-8"><title>openenv_lab</title></head><body>\n'
     return write_text_atomically(path, f"{head}{page}\n</body></html>\n", what="the page")
