@@ -5,7 +5,7 @@ subclass of `Adapter` and pass it to `openenv_lab.OpenEnvEnv` for a family we do
 """
 
 from .atari import AtariAdapter
-from .base import Adapter, Transition
+from .base import Adapter, Transition, base_info
 from .chess import ChessAdapter
 from .finrl import FinRLAdapter
 from .generic import EchoAdapter, GenericAdapter, UnicodeText
@@ -28,4 +28,5 @@ __all__ = [
     "GenericAdapter",
     "Transition",
     "UnicodeText",
+    "base_info",
 ]

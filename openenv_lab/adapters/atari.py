@@ -21,7 +21,7 @@ Seeding: like ALE, only an explicit ``reset(seed=...)`` reseeds (it reloads the 
 resets continue the emulator's random stream, so a run is reproducible from its first seed.
 
 Info: ``lives``, ``episode_frame_number``, ``frame_number``, ``end_reason`` at the end (``game_over`` is a
-termination, ``frame_limit`` a truncation), plus the keys of `Adapter.base_info`.
+termination, ``frame_limit`` a truncation), plus the keys of `openenv_lab.adapters.base_info`.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from ..client import ProtocolError, StepResult
+from ..client import Client, ProtocolError, StepResult
 from ..screen_delta import apply_delta
-from .base import Adapter, Transition
+from .base import Adapter, Transition, base_info
 
 __all__ = ["AtariAdapter", "ScreenProxy", "encode_png"]
 
@@ -208,11 +208,12 @@ class AtariAdapter(Adapter):
         np_seed = np.random.SeedSequence(seed).generate_state(n_words=2)[0]
         return seeding.np_random(int(np_seed))[0]
 
-    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        kwargs = {**self.settings, "frame_encoding": self._asked, **(options or {})}
-        return super().reset_kwargs(seed, kwargs)
+    @property  # type: ignore[override]  # the declared dict, computed: the encoding asked for changes
+    def reset_options(self) -> dict[str, Any]:
+        return {**self.settings, "frame_encoding": self._asked}
 
-    def probe(self, first: StepResult) -> None:
+    def setup(self, client: Client, first: StepResult | None) -> None:
+        assert first is not None  # needs_probe
         shape = tuple(first.observation.get("screen_shape") or ())
         if not shape:
             raise ProtocolError(
@@ -232,7 +233,8 @@ class AtariAdapter(Adapter):
     def encode_action(self, action: Any) -> dict[str, Any]:
         return {"action_id": int(action)}
 
-    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+    def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
+        reset = sent is None
         raw = result.observation
         metadata = result.metadata
         shape = tuple(raw.get("screen_shape") or self.frame.shape)
@@ -255,7 +257,7 @@ class AtariAdapter(Adapter):
         self.lives = int(raw.get("lives", 0))
         self.game_over = result.done
 
-        info = self.base_info(result)
+        info = base_info(result)
         for key in ("lives", "episode_frame_number", "frame_number"):
             info[key] = raw.get(key, 0)
         raw.pop("screen", None)  # keep info light: the frame is the observation

@@ -1,9 +1,41 @@
-"""The adapter interface: how one environment family's JSON maps to gymnasium spaces and back.
+"""The adapter contract: how one environment family's JSON maps to gymnasium spaces and back.
 
-An adapter never opens a socket. `OpenEnvEnv` owns the session and hands the adapter what it needs:
-the server's `Client` once at start (for ``/schema`` or ``/config``), then every `StepResult`. The
-adapter turns an action from its ``action_space`` into the server's action JSON, and a server reply
-into an observation of its ``observation_space`` plus the honest episode ending.
+An adapter translates; the environment (`openenv_lab.OpenEnvEnv`, `openenv_lab.OpenEnvVectorEnv`) does
+everything else: it owns the sessions, checks actions against the space, handles seeds, knows when an
+episode is over, batches sub-environments. An adapter never opens a socket.
+
+What an adapter **declares** (data, read by the env):
+
+=====================  ==================================================================================
+``family``             its name in recordings (the viewer picks its renderer by it)
+``server_name``        the bundled server started when no URL is given (None: there is none)
+``render_modes``       what `render` can draw; ``render_fps`` how fast a replay plays
+``needs_probe``        whether `setup` needs the reply to a first reset (spaces sized from data)
+``derive_seeds``       whether ``reset()`` without a seed sends one drawn from the env's generator
+``env_attributes``     its attributes the env exposes as its own (ALE's ``ale``, ``action_masks``)
+``server_options``     options of the bundled server it starts (a dict)
+``reset_options``      what every reset sends, before the seed and the user's ``options`` (a dict)
+``observation_space``  set by `setup` (or before)
+``action_space``       set by `setup` (or before)
+=====================  ==================================================================================
+
+What it **does**, in the order the env calls it; everything a call needs comes in as an argument:
+
+1. ``setup(client, first)`` once, when the env is made: read what the server says about itself
+   (``client.schema()``, ``client.get("/config")``) and, when `needs_probe`, the reply ``first`` to a
+   reset sent with ``reset_options``; set the spaces.
+2. ``decode(result, sent)`` for every reply: the gymnasium view of it (a `Transition`). ``sent`` is the
+   action JSON the reply answers, or None when it answers a reset.
+3. ``encode_action(action)`` before every step: the server's action JSON for an action already checked
+   to be in ``action_space``. It may read what the last ``decode`` saw (a chess move's index depends on
+   the side to move), and nothing else.
+4. ``render(mode)``: the last observation, drawn.
+
+Optional: ``np_random(seed)`` (a family that derives its generator its own way), and for recordings
+``describe_action``, ``record`` and ``trajectory_metadata``.
+
+A declarative `openenv_lab.adapters.GenericAdapter` configured by the user is an adapter like any other:
+the same contract, written in a few lines instead of a class.
 """
 
 from __future__ import annotations
@@ -18,12 +50,12 @@ import numpy as np
 
 from ..client import Client, StepResult
 
-__all__ = ["Adapter", "Transition"]
+__all__ = ["Adapter", "Transition", "base_info"]
 
 
 @dataclass(slots=True)
 class Transition:
-    """What `OpenEnvEnv.step` returns, before gymnasium's tuple."""
+    """What `Adapter.decode` makes of a reply: gymnasium's step values (a reset's reward is ignored)."""
 
     observation: Any
     reward: float
@@ -32,69 +64,81 @@ class Transition:
     info: dict[str, Any]
 
 
-class Adapter(ABC):
-    """Maps one family of OpenEnv environments onto gymnasium.
-
-    Subclasses set `server_name` (the bundled server the embedded launcher starts when no URL is
-    given; ``None`` if there is none), `render_modes`, and implement the abstract methods.
-    ``observation_space`` and ``action_space`` must be set by the end of `connect`.
-
-    Info keys every adapter provides: ``raw_observation`` (the server's observation fields),
+def base_info(result: StepResult) -> dict[str, Any]:
+    """The info keys every adapter shares: ``raw_observation`` (the server's observation fields),
     ``metadata`` (the observation's metadata), and ``reward_missing=True`` when the server sent no reward
-    (the reward is then 0.0).
+    (the reward is then 0.0)."""
+    info: dict[str, Any] = {"raw_observation": result.observation, "metadata": result.metadata}
+    if result.reward is None:
+        info["reward_missing"] = True
+    return info
+
+
+class Adapter(ABC):
+    """Maps one family of OpenEnv environments onto gymnasium (see the module docstring: the contract).
+
+    Subclasses set the declarations they need and implement `setup` (when the spaces come from the
+    server), `encode_action` and `decode`.
+
+    Example:
+        >>> import gymnasium as gym, numpy as np
+        >>> from gymnasium import spaces
+        >>> import openenv_lab
+        >>> from openenv_lab.adapters import Adapter, Transition, base_info
+        >>> class EchoLength(Adapter):
+        ...     '''Echo's message length as the observation, a message of n x's as the action.'''
+        ...     server_name = "echo"
+        ...     observation_space = spaces.Box(0, 10_000, (), np.int64)
+        ...     action_space = spaces.Discrete(8)
+        ...     def encode_action(self, action):
+        ...         return {"message": "x" * int(action)}
+        ...     def decode(self, result, sent):
+        ...         length = np.int64(result.observation["message_length"])
+        ...         return Transition(length, result.reward or 0.0, result.done, False, base_info(result))
+        >>> env = openenv_lab.OpenEnvEnv(EchoLength)
+        >>> _ = env.reset(seed=0)
+        >>> int(env.step(3)[0])
+        3
+        >>> env.close()
     """
 
     server_name: ClassVar[str | None] = None
-    #: The family's name in recorded trajectories; the trajectory viewer picks its renderer by it.
     family: ClassVar[str] = "generic"
     render_modes: ClassVar[tuple[str, ...]] = ()
     render_fps: ClassVar[int] = 4
-    #: Whether ``reset()`` without a seed sends one drawn from the env's generator (see `OpenEnvEnv`).
+    needs_probe: ClassVar[bool] = False
     #: Families whose servers make seeding expensive (Atari reloads its ROM) continue the server's
     #: random stream instead, as their in-process counterparts do.
     derive_seeds: ClassVar[bool] = True
-    #: Attributes of the adapter that the environment exposes as its own (``env.unwrapped.<name>``),
-    #: for code written against a family's native environment (ALE's ``ale``, sb3-contrib's
-    #: ``action_masks``).
     env_attributes: ClassVar[tuple[str, ...]] = ()
 
     observation_space: gym.Space[Any]
     action_space: gym.Space[Any]
 
-    def connect(self, client: Client) -> None:  # noqa: B027 - optional hook
-        """Called once, before the first reset, with the server's HTTP client (for ``/schema`` etc.)."""
+    #: Options of the bundled server this adapter starts when no ``base_url`` is given.
+    server_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
+    #: What every reset sends, before the seed and the user's ``options``.
+    reset_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
 
-    def probe(self, first: StepResult) -> None:  # noqa: B027 - optional hook
-        """Called with the reply to a probing reset when `needs_probe` is true (spaces from data)."""
-
-    needs_probe: ClassVar[bool] = False
-
-    def server_options(self) -> dict[str, Any]:
-        """Options for the bundled server this adapter starts when no ``base_url`` is given."""
-        return {}
-
-    def np_random(self, seed: int) -> np.random.Generator | None:
-        """The env's generator after ``reset(seed=seed)``, when the family derives it its own way."""
-        return None
-
-    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        """The keyword arguments to send with ``reset``: the seed, and ``options`` as they are."""
-        kwargs: dict[str, Any] = dict(options or {})
-        if seed is not None:
-            kwargs["seed"] = seed
-        return kwargs
+    def setup(self, client: Client, first: StepResult | None) -> None:  # noqa: B027 - optional hook
+        """Called once, when the env is made: ``client`` is the server's HTTP client, ``first`` the reply
+        to a probing reset (when `needs_probe`, else None). Set the spaces here if they come from it."""
 
     @abstractmethod
     def encode_action(self, action: Any) -> dict[str, Any]:
         """The server's action JSON for ``action`` (already checked to be in ``action_space``)."""
 
     @abstractmethod
-    def decode(self, result: StepResult, *, reset: bool) -> Transition:
-        """The gymnasium view of a server reply (to a reset when ``reset`` is true)."""
+    def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
+        """The gymnasium view of a reply; ``sent`` is the action JSON it answers (None: a reset's reply)."""
 
     def render(self, mode: str) -> Any:
-        """The current frame in ``mode`` (one of `render_modes`)."""
+        """The current observation drawn in ``mode`` (one of `render_modes`)."""
         raise NotImplementedError(f"{type(self).__name__} cannot render in mode {mode!r}")
+
+    def np_random(self, seed: int) -> np.random.Generator | None:
+        """The env's generator after ``reset(seed=seed)``, when the family derives it its own way."""
+        return None
 
     # ------------------------------------------------------------------ recording (openenv_lab.record)
 
@@ -114,11 +158,3 @@ class Adapter(ABC):
     def trajectory_metadata(self) -> dict[str, Any]:
         """What a viewer needs beside the rows (ticker names, action meanings...), saved with them."""
         return {}
-
-    @staticmethod
-    def base_info(result: StepResult) -> dict[str, Any]:
-        """The info keys every adapter shares."""
-        info: dict[str, Any] = {"raw_observation": result.observation, "metadata": result.metadata}
-        if result.reward is None:
-            info["reward_missing"] = True
-        return info

@@ -19,9 +19,9 @@ Episode endings: checkmate, stalemate, insufficient material and the draw rules 
 reason in ``metadata["end_reason"]``; for servers that do not (the official one) the reason is worked
 out from the final position and the positions seen during the episode.
 
-Info: ``fen``, ``legal_moves`` (UCI), ``agent_color`` (the side to move), ``opponent_move`` (UCI, when
-the server says), ``end_reason`` and ``result`` at the end, ``illegal_move``, plus the keys of
-`Adapter.base_info`.
+Info: ``fen``, ``legal_moves`` (UCI), ``agent_color`` (the side to move), ``move`` (the agent's move as
+sent, UCI) and ``illegal_move`` after a step, ``opponent_move`` (UCI, when the server says), ``end_reason``
+and ``result`` at the end, plus the keys of `openenv_lab.adapters.base_info`.
 
 Rendering: ``"svg"`` returns python-chess's SVG board (shown as a picture by Jupyter), seen from the
 agent's side, last move arrowed, king in check highlighted; ``"rgb_array"`` a 400x400x3 ``uint8``
@@ -39,7 +39,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..client import ProtocolError, StepResult
-from .base import Adapter, Transition
+from .base import Adapter, Transition, base_info
 from .chess_encoding import BOARD_SHAPE, NUM_ACTIONS, board_planes, index_to_uci, legal_mask, uci_to_index
 
 __all__ = ["ChessAdapter"]
@@ -94,7 +94,7 @@ class ChessAdapter(Adapter):
     ) -> None:
         _check_options(opponent, agent_color, opponent_depth, max_moves)
         values = (opponent, agent_color, opponent_depth, max_moves)
-        self.defaults = {k: v for k, v in zip(_RESET_OPTIONS, values, strict=True) if v is not None}
+        self.reset_options = {k: v for k, v in zip(_RESET_OPTIONS, values, strict=True) if v is not None}
         self.observation_space = spaces.Dict(
             {
                 "board": spaces.Box(0.0, 1.0, BOARD_SHAPE, dtype=np.float32),
@@ -107,7 +107,6 @@ class ChessAdapter(Adapter):
         self._legal: frozenset[str] | None = frozenset()
         self._legal_list: list[str] = []
         self._last_move: str | None = None
-        self._pending_move: str | None = None
         self._agent_color = "white"
         self._history: list[tuple[str, str | None]] = []
 
@@ -132,15 +131,12 @@ class ChessAdapter(Adapter):
 
     # ------------------------------------------------------------------ Adapter interface
 
-    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        return super().reset_kwargs(seed, {**self.defaults, **(options or {})})
-
     def encode_action(self, action: Any) -> dict[str, Any]:
-        move = self.action_to_move(action)
-        self._pending_move = move
-        return {"move": move}
+        return {"move": self.action_to_move(action)}
 
-    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+    def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
+        reset = sent is None
+        move = None if sent is None else sent.get("move")
         raw = result.observation
         metadata = result.metadata
         fen = raw.get("fen")
@@ -159,8 +155,8 @@ class ChessAdapter(Adapter):
             self._history = [(fen, None)]
             self._last_move = metadata.get("opponent_move")
         elif not illegal:
-            self._history.append((fen, self._pending_move))
-            self._last_move = metadata.get("opponent_move") or self._pending_move
+            self._history.append((fen, move))
+            self._last_move = metadata.get("opponent_move") or move
         self._fen = fen
         self._white_to_move = fen.split()[1] == "w"
         self._legal_list = list(legal_moves)  # ours: the user may change the lists in info
@@ -168,13 +164,14 @@ class ChessAdapter(Adapter):
         if not result.done:
             self._agent_color = "white" if self._white_to_move else "black"
 
-        info = self.base_info(result)
+        info = base_info(result)
         info["fen"] = fen
         info["legal_moves"] = list(legal_moves)
         info["agent_color"] = self._agent_color
         if "opponent_move" in metadata:
             info["opponent_move"] = metadata["opponent_move"]
         if not reset:
+            info["move"] = move
             info["illegal_move"] = illegal
         terminated = truncated = False
         if result.done:
@@ -207,7 +204,7 @@ class ChessAdapter(Adapter):
     def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         return {
             "fen": str(info["fen"]),
-            "move": self._pending_move if action is not None else None,
+            "move": info.get("move") if action is not None else None,
             "opponent_move": info.get("opponent_move"),
             "agent_color": str(info["agent_color"]),
             "illegal_move": bool(info.get("illegal_move", False)),

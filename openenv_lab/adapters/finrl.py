@@ -13,7 +13,7 @@ Episode endings: the end of the data is a truncation (the market goes on); a rui
 ``end_reason="ruined"``, or a portfolio worth nothing on servers that do not say) is a termination.
 
 Info: ``date``, ``portfolio_value``, ``cash``, ``holdings`` (shares per ticker), plus ``cost`` and
-``trades`` from our server, ``end_reason`` at the end, and the keys of `Adapter.base_info`.
+``trades`` from our server, ``end_reason`` at the end, and the keys of `openenv_lab.adapters.base_info`.
 
 Options that describe the market (``data``, ``trade_start``, ``indicators`` and the trading parameters)
 configure the embedded server this adapter starts when no ``base_url`` is given; a remote server has its
@@ -31,7 +31,7 @@ from gymnasium import spaces
 
 from ..client import Client, ProtocolError, StepResult
 from ..market import parse_indicators
-from .base import Adapter, Transition
+from .base import Adapter, Transition, base_info
 
 __all__ = ["FinRLAdapter"]
 
@@ -94,7 +94,7 @@ class FinRLAdapter(Adapter):
             raise ValueError(f"split must be one of train, trade, all, got {split!r}")
         if not isinstance(random_start, (bool, np.bool_)):
             raise ValueError(f"random_start must be True or False, got {random_start!r}")
-        self.episode_options = {"split": split, "random_start": bool(random_start)}
+        self.reset_options = {"split": split, "random_start": bool(random_start)}
         market = {
             "data": os.path.abspath(data) if data is not None else None,
             "trade_start": trade_start,
@@ -106,16 +106,13 @@ class FinRLAdapter(Adapter):
             "reward_scaling": reward_scaling,
             "turbulence_threshold": turbulence_threshold,
         }
-        self._server_options = {k: v for k, v in market.items() if v is not None}
+        self.server_options = {k: v for k, v in market.items() if v is not None}
         self.config: dict[str, Any] = {}
         self.layout: dict[str, slice] = {}
         self.tickers: list[str] = []
         self._last: StepResult | None = None
 
-    def server_options(self) -> dict[str, Any]:
-        return dict(self._server_options)
-
-    def connect(self, client: Client) -> None:
+    def setup(self, client: Client, first: StepResult | None) -> None:
         config = client.get("/config")
         try:
             stock_dim = int(config["stock_dim"])
@@ -140,13 +137,10 @@ class FinRLAdapter(Adapter):
         self.observation_space = spaces.Box(-np.inf, np.inf, (state_space,), dtype=np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (stock_dim,), dtype=np.float32)
 
-    def reset_kwargs(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
-        return super().reset_kwargs(seed, {**self.episode_options, **(options or {})})
-
     def encode_action(self, action: Any) -> dict[str, Any]:
         return {"actions": np.asarray(action, dtype=np.float64).tolist()}
 
-    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+    def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
         raw = result.observation
         metadata = result.metadata
         state = raw.get("state")
@@ -168,7 +162,7 @@ class FinRLAdapter(Adapter):
                 "its market data: check the data it serves"
             )
         self._last = result
-        info = self.base_info(result)
+        info = base_info(result)
         info["date"] = raw.get("date", "")
         info["portfolio_value"] = value
         info["cash"] = float(metadata.get("cash", state[0]))

@@ -57,7 +57,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..client import Client, ProtocolError, StepResult
-from .base import Adapter, Transition
+from .base import Adapter, Transition, base_info
 
 __all__ = ["EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText"]
 
@@ -118,7 +118,8 @@ class GenericAdapter(Adapter):
         self._single_action: str | None = None
         self._last: dict[str, Any] = {}
 
-    def connect(self, client: Client) -> None:
+    def setup(self, client: Client, first: StepResult | None) -> None:
+        assert first is not None  # needs_probe
         self.schema = client.schema()
         for key in ("action", "observation"):
             if not isinstance(self.schema.get(key), dict):
@@ -127,8 +128,9 @@ class GenericAdapter(Adapter):
                     url=client.base_url,
                 )
         self._build_action_space(self.schema["action"])
+        self._build_observation_space(first)
 
-    def probe(self, first: StepResult) -> None:
+    def _build_observation_space(self, first: StepResult) -> None:
         schema = self.schema.get("reset_observation") or self.schema["observation"]
         defs = {**self.schema["observation"].get("$defs", {}), **schema.get("$defs", {})}
         properties = schema.get("properties", {})
@@ -183,14 +185,14 @@ class GenericAdapter(Adapter):
                 payload[name] = field.encode(action[name])
         return payload
 
-    def decode(self, result: StepResult, *, reset: bool) -> Transition:
+    def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
         raw = result.observation
         self._last = raw
         observation = {
             name: field.decode(raw[name]) if raw.get(name) is not None else field.empty()
             for name, field in self._observation_fields.items()
         }
-        info = self.base_info(result)
+        info = base_info(result)
         truncated = result.done and result.metadata.get("truncated") is True
         terminated = result.done and not truncated
         reward = 0.0 if result.reward is None else result.reward
@@ -245,10 +247,7 @@ class EchoAdapter(GenericAdapter):
 
     def __init__(self, *, max_steps: int | None = None) -> None:
         super().__init__()
-        self._server_options = {"max_steps": max_steps} if max_steps is not None else {}
-
-    def server_options(self) -> dict[str, Any]:
-        return dict(self._server_options)
+        self.server_options = {"max_steps": max_steps} if max_steps is not None else {}
 
 
 def _resolve(

@@ -51,7 +51,7 @@ def make_launcher(
     """The launcher for these arguments, and whether the env owns it (stops it on close).
 
     ``sessions`` is how many sessions a server started here must hold (a vector env's ``num_envs``)."""
-    options = adapter.server_options()
+    options = dict(adapter.server_options)
     if base_url is not None:
         if options:
             raise ValueError(

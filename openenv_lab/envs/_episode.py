@@ -1,8 +1,10 @@
 """`Episode`: the gymnasium rules of one session, with no I/O (shared by the single and the vector env).
 
-It prepares each request (the reset's keyword arguments with the seed, the action's JSON after checking
-it) and interprets each reply (through the adapter), and it tracks what gymnasium users rely on: the
-generator behind seeds, whether the episode is over, and the warning for servers that ignore seeds.
+It prepares each request (the reset's keyword arguments: the adapter's ``reset_options``, the user's
+options and the seed; the action's JSON after checking it) and interprets each reply (through the
+adapter's ``decode``, handing it the action JSON the reply answers), and it tracks what gymnasium users rely
+on: the generator behind seeds, whether the episode is over, and the warning for servers that ignore
+seeds.
 `OpenEnvEnv` sends its requests one at a time; `OpenEnvVectorEnv` sends those of all its episodes at once.
 """
 
@@ -62,6 +64,7 @@ class Episode:
         self.np_random_seed: int | None = None
         self.seed: int | None = None
         self.needs_reset = True
+        self.sent: dict[str, Any] | None = None  # the action JSON of the step in flight, for decode
 
     def reset_request(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         """The reset's keyword arguments; a missing seed is drawn from the episode's generator."""
@@ -76,10 +79,14 @@ class Episode:
             seed = int(self.np_random.integers(2**31 - 1))
         self.seed = seed
         self.needs_reset = True
-        return self.adapter.reset_kwargs(seed, options)
+        self.sent = None
+        kwargs = {**self.adapter.reset_options, **(options or {})}
+        if seed is not None:
+            kwargs["seed"] = seed
+        return kwargs
 
     def reset_result(self, result: StepResult) -> tuple[Any, dict[str, Any]]:
-        transition = self.adapter.decode(result, reset=True)
+        transition = self.adapter.decode(result, None)
         unconfirmed = self.seed is not None and result.metadata.get("seed") != self.seed
         if unconfirmed and self.base_url not in _SEED_UNCONFIRMED:
             _SEED_UNCONFIRMED.add(self.base_url)
@@ -106,10 +113,11 @@ class Episode:
             raise ValueError(
                 f"Action {_short(action)} is not in the action space {space}{_why_not(space, action)}"
             )
-        return self.adapter.encode_action(action)
+        self.sent = self.adapter.encode_action(action)
+        return self.sent
 
     def step_result(self, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        transition = self.adapter.decode(result, reset=False)
+        transition = self.adapter.decode(result, self.sent)
         if transition.terminated or transition.truncated:
             self.needs_reset = True
         return (

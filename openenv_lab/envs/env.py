@@ -105,10 +105,12 @@ class OpenEnvEnv(gym.Env):
         self.episode = Episode(self.adapter, self.base_url)
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         try:
-            self.adapter.connect(self.client)
+            if not self.adapter.needs_probe:  # what the server says of itself is read before a session
+                self.adapter.setup(self.client, None)
             self._session = retry_after_collecting(self.client.session)
             if self.adapter.needs_probe:
-                self.adapter.probe(self._session.reset(**self.adapter.reset_kwargs(None, None)))
+                first = self._session.reset(**self.adapter.reset_options)
+                self.adapter.setup(self.client, first)
         except ServerError as exc:
             self.close()
             if exc.code != "EXECUTION_ERROR":

@@ -517,10 +517,9 @@ class OpenEnvVectorEnv(VectorEnv):
             raise ValueError("Pass base_url or base_urls, not both")
         if image is not None or launcher != "embedded":
             raise ValueError("base_urls names running servers: drop launcher= and image=, or base_urls")
-        if first.server_options():
+        if first.server_options:
             raise ValueError(
-                f"{sorted(first.server_options())} configure the embedded server; drop them or the "
-                "server URLs"
+                f"{sorted(first.server_options)} configure the embedded server; drop them or the server URLs"
             )
         if isinstance(base_urls, (str, bytes)):
             raise TypeError(
@@ -533,30 +532,27 @@ class OpenEnvVectorEnv(VectorEnv):
 
     def _set_up_adapters(self) -> None:
         """Each adapter reads its server (``/schema``, ``/config``...); those that size their spaces from
-        data get a probing reset, all sent at once."""
+        data get a probing reset first, all sent at once."""
         assert self._transport is not None
+        probing = {i: ("reset", dict(a.reset_options)) for i, a in enumerate(self.adapters) if a.needs_probe}
+        first: dict[int, Reply] = {}
+        if probing:
+            self._transport.send(probing)
+            while len(first) < len(probing):
+                first.update(self._transport.receive(self.timeouts.request + self.timeouts.close + 5.0))
         clients: dict[str, Client] = {}
         try:
-            for adapter, url in zip(self.adapters, self._transport.urls, strict=True):
+            for i, (adapter, url) in enumerate(zip(self.adapters, self._transport.urls, strict=True)):
+                reply = first.get(i)
+                if isinstance(reply, BaseException):
+                    raise reply
                 client = clients.get(url)
                 if client is None:
                     client = clients[url] = Client(url, timeouts=self.timeouts, headers=self._headers)
-                adapter.connect(client)
+                adapter.setup(client, reply)
         finally:
             for client in clients.values():
                 client.close()
-        probing = {
-            i: ("reset", a.reset_kwargs(None, None)) for i, a in enumerate(self.adapters) if a.needs_probe
-        }
-        if probing:
-            self._transport.send(probing)
-            replies: dict[int, Reply] = {}
-            while len(replies) < len(probing):
-                replies.update(self._transport.receive(self.timeouts.request + self.timeouts.close + 5.0))
-            for i, reply in replies.items():
-                if isinstance(reply, BaseException):
-                    raise reply
-                self.adapters[i].probe(reply)
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode is None:

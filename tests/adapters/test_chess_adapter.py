@@ -27,13 +27,13 @@ def play(
     adapter: ChessAdapter, board: chess.Board, pairs: list[tuple[str, str | None]], *, done_at_end: bool
 ):
     """Agent move then opponent reply, as the official server reports them (after the reply)."""
-    transition = adapter.decode(reply(board), reset=True)
+    transition = adapter.decode(reply(board), None)
     for i, (agent, opponent) in enumerate(pairs):
-        adapter.encode_action(adapter.move_to_action(agent))
+        sent = adapter.encode_action(adapter.move_to_action(agent))
         board.push_uci(agent)
         if opponent:
             board.push_uci(opponent)
-        transition = adapter.decode(reply(board, done=done_at_end and i == len(pairs) - 1), reset=False)
+        transition = adapter.decode(reply(board, done=done_at_end and i == len(pairs) - 1), sent)
     return transition
 
 
@@ -74,9 +74,9 @@ def test_checkmate_is_inferred_from_the_final_position():
 def test_silent_illegal_move_is_detected():
     adapter = ChessAdapter()
     board = chess.Board()
-    adapter.decode(reply(board), reset=True)
-    adapter.encode_action(adapter.move_to_action("e2e5"))
-    transition = adapter.decode(reply(board, reward=-0.1), reset=False)
+    adapter.decode(reply(board), None)
+    sent = adapter.encode_action(adapter.move_to_action("e2e5"))
+    transition = adapter.decode(reply(board, reward=-0.1), sent)
     assert transition.info["illegal_move"] is True
     assert transition.reward == pytest.approx(-0.1)
 
@@ -85,19 +85,19 @@ def test_missing_reward_is_zero_and_flagged():
     adapter = ChessAdapter()
     result = reply(chess.Board())
     result.reward = None
-    transition = adapter.decode(result, reset=True)
+    transition = adapter.decode(result, None)
     assert transition.reward == 0.0 and transition.info["reward_missing"] is True
 
 
 def test_an_observation_without_fen_is_a_protocol_error():
     with pytest.raises(ProtocolError, match="fen"):
-        ChessAdapter().decode(StepResult({"board": "?"}, 0.0, False, {}), reset=True)
+        ChessAdapter().decode(StepResult({"board": "?"}, 0.0, False, {}), None)
 
 
 def test_an_unknown_end_reason_is_a_termination_not_a_cut():
     adapter = ChessAdapter()
-    adapter.decode(reply(chess.Board()), reset=True)
+    adapter.decode(reply(chess.Board()), None)
     result = reply(chess.Board(), done=True)
     result.metadata = {"end_reason": "resignation"}
-    transition = adapter.decode(result, reset=False)
+    transition = adapter.decode(result, {"move": "e2e4"})
     assert transition.terminated and not transition.truncated

@@ -20,7 +20,7 @@ def adapter_for(
     adapter = GenericAdapter(**options)
     adapter.schema = {"action": action.model_json_schema(), "observation": observation.model_json_schema()}
     adapter._build_action_space(adapter.schema["action"])
-    adapter.probe(StepResult(first, 0.0, False, {}))
+    adapter._build_observation_space(StepResult(first, 0.0, False, {}))
     return adapter
 
 
@@ -67,9 +67,7 @@ def test_recursive_models_do_not_recurse_forever():
     root = adapter.observation_space["root"]
     assert isinstance(root["children"], spaces.Sequence)
     assert isinstance(root["children"].feature_space, JSONText)  # a Node inside a Node: JSON text
-    observation = adapter.decode(
-        StepResult({"root": {"value": 1, "children": []}}, 0.0, False, {}), reset=True
-    )
+    observation = adapter.decode(StepResult({"root": {"value": 1, "children": []}}, 0.0, False, {}), None)
     assert observation.observation in adapter.observation_space
 
 
@@ -98,7 +96,7 @@ def test_empty_first_lists_become_sequences_and_ragged_ones_json():
     assert isinstance(adapter.observation_space["prices"], spaces.Sequence)
     assert isinstance(adapter.observation_space["ragged"], JSONText)
     later = adapter.decode(
-        StepResult({"prices": [1.5, 2.5], "ragged": [[1, 2]], "note": None}, 0.0, False, {}), reset=False
+        StepResult({"prices": [1.5, 2.5], "ragged": [[1, 2]], "note": None}, 0.0, False, {}), {}
     )
     assert later.observation in adapter.observation_space
     np.testing.assert_array_equal(later.observation["prices"], [1.5, 2.5])
@@ -111,9 +109,7 @@ def test_a_numeric_list_that_changes_shape_is_a_clear_error():
     from openenv_lab.client import ProtocolError
 
     with pytest.raises(ProtocolError, match="changed shape"):
-        adapter.decode(
-            StepResult({"prices": [1.0], "ragged": [], "note": "abc"}, 0.0, False, {}), reset=False
-        )
+        adapter.decode(StepResult({"prices": [1.0], "ragged": [], "note": "abc"}, 0.0, False, {}), {})
 
 
 def test_json_text_samples_are_valid_json():

@@ -155,7 +155,7 @@ def test_a_non_finite_state_from_a_server_is_a_protocol_error():
     adapter.layout = {"cash": slice(0, 1), "close": slice(1, 3), "holdings": slice(3, 5)}
     sent = {"state": [1000.0, None, 10.0, 0, 0], "portfolio_value": None, "date": "2021-01-04"}
     with pytest.raises(ProtocolError, match="not a finite number"):
-        adapter.decode(StepResult(sent, 0.0, False), reset=False)
+        adapter.decode(StepResult(sent, 0.0, False), {"actions": [0.0]})
 
 
 def test_indicators_as_a_comma_separated_string():

@@ -157,7 +157,7 @@ def test_a_step_that_fails_while_its_second_half_is_in_flight_closes_the_env(che
     envs = gym.make_vec("openenv/chess", num_envs=8, agent_color="white")
     obs, _ = envs.reset(seed=0)
 
-    def broken(result, *, reset):
+    def broken(result, sent):
         raise RuntimeError("decoding failed")
 
     envs.adapters[0].decode = broken  # sub-environment 0 is in the first half
