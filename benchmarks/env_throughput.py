@@ -1,7 +1,7 @@
 """Steps per second of ``openenv/atari`` and ``openenv/finrl`` against the same environments in process.
 
 Atari: Pong with frameskip 4 and no sticky actions, driven with the same actions through
-``gym.make("openenv/atari")`` (delta frames, the default; zlib; raw; the official JSON list) and through
+``gym.make("openenv/atari")`` (screen deltas, the default; zlib; raw; the official JSON list) and through
 ale-py's own ``gym.make("ALE/Pong-v5")`` in this process. FinRL: random actions on the synthetic market
 through ``gym.make("openenv/finrl")``, against the trading simulator called directly, and against our
 OpenEnv environment class called in process (the server's work without the network), and through a
@@ -68,10 +68,10 @@ def atari(steps: int, rounds: int) -> dict[str, float]:
     echo, echo_actions = echo_env()
     envs = {
         "in-process ALE/Pong-v5": gym.make("ALE/Pong-v5", repeat_action_probability=0.0),
-        "openenv/atari, delta frames": gym.make("openenv/atari", game="pong"),
-        "openenv/atari, zlib frames": gym.make("openenv/atari", game="pong", frame_encoding="zlib"),
-        "openenv/atari, raw frames": gym.make("openenv/atari", game="pong", frame_encoding="raw"),
-        "openenv/atari, JSON frames": gym.make("openenv/atari", game="pong", frame_encoding="json"),
+        "openenv/atari, screen deltas": gym.make("openenv/atari", game="pong"),
+        "openenv/atari, zlib screens": gym.make("openenv/atari", game="pong", screen_encoding="zlib"),
+        "openenv/atari, raw screens": gym.make("openenv/atari", game="pong", screen_encoding="raw"),
+        "openenv/atari, JSON screens": gym.make("openenv/atari", game="pong", screen_encoding="json"),
         ECHO: echo,
     }
     rates: dict[str, list[float]] = {name: [] for name in envs}
@@ -79,7 +79,7 @@ def atari(steps: int, rounds: int) -> dict[str, float]:
         env.reset(seed=0)
     for _ in range(rounds):
         for name, env in envs.items():
-            # JSON frames are ~50x slower: fewer steps keep the run short without changing the rate.
+            # JSON screens are ~50x slower: fewer steps keep the run short without changing the rate.
             count = max(20, steps // 20) if "JSON" in name else steps
             stepper = gym_stepper(env, echo_actions if name == ECHO else actions)
             rates[name].append(steps_per_second(stepper, count))

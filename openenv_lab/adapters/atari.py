@@ -4,8 +4,8 @@ Spaces: ``Box(0, 255, (210, 160, 3), uint8)`` for ``obs_type="rgb"`` (the defaul
 ``"grayscale"``, ``(128,)`` for ``"ram"``; ``Discrete(n)`` with ``n`` the game's action set (minimal, or 18
 with ``full_action_space=True``), read from the server's ``legal_actions``.
 
-Frames travel compactly when the server can: the adapter asks for ``frame_encoding="zlib"`` at its first
-reset, and for ``"delta"`` (only the pixels that changed since the last frame) from then on if the
+Screens travel compactly when the server can: the adapter asks for ``screen_encoding="zlib"`` at its first
+reset, and for ``"delta"`` (only the pixels that changed since the last screen) from then on if the
 server's reset metadata offers it, and decodes ``screen_b64`` straight into a ``uint8`` array. A server
 that does not know the option (the official ``atari_env``) ignores it and sends the JSON list, which is
 decoded as well; nothing to configure.
@@ -90,43 +90,43 @@ class ScreenProxy:
         return self._adapter.lives
 
     def getScreenRGB(self, out: np.ndarray | None = None) -> np.ndarray:
-        frame = self._adapter.frame
-        if frame.ndim != 3:
+        screen = self._adapter.screen
+        if screen.ndim != 3:
             raise ValueError("getScreenRGB needs obs_type='rgb'")
-        return _copy_into(frame, out)
+        return _copy_into(screen, out)
 
     def getScreenGrayscale(self, out: np.ndarray | None = None) -> np.ndarray:
-        frame = self._adapter.frame
-        if frame.ndim == 3:
+        screen = self._adapter.screen
+        if screen.ndim == 3:
             # ALE's grayscale: luminance of the RGB palette colour, rounded to the nearest integer.
-            frame = np.rint(frame @ np.array([0.2989, 0.5870, 0.1140])).astype(np.uint8)
-        elif frame.ndim != 2:
+            screen = np.rint(screen @ np.array([0.2989, 0.5870, 0.1140])).astype(np.uint8)
+        elif screen.ndim != 2:
             raise ValueError("getScreenGrayscale needs obs_type='rgb' or 'grayscale'")
-        return _copy_into(frame, out)
+        return _copy_into(screen, out)
 
     def getRAM(self, out: np.ndarray | None = None) -> np.ndarray:
-        frame = self._adapter.frame
-        if frame.ndim != 1:
+        screen = self._adapter.screen
+        if screen.ndim != 1:
             raise ValueError("getRAM needs obs_type='ram'")
-        return _copy_into(frame, out)
+        return _copy_into(screen, out)
 
     def game_over(self) -> bool:
         return self._adapter.game_over
 
 
-def encode_png(frame: np.ndarray) -> bytes:
-    """A frame (RGB or grayscale ``uint8``) as PNG bytes, fast compression."""
+def encode_png(screen: np.ndarray) -> bytes:
+    """A screen (RGB or grayscale ``uint8``) as PNG bytes, fast compression."""
     from PIL import Image
 
     buffer = io.BytesIO()
-    Image.fromarray(frame).save(buffer, format="PNG", compress_level=1)
+    Image.fromarray(screen).save(buffer, format="PNG", compress_level=1)
     return buffer.getvalue()
 
 
-def _copy_into(frame: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+def _copy_into(screen: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     if out is None:
-        return frame.copy()
-    np.copyto(out, frame.reshape(out.shape))
+        return screen.copy()
+    np.copyto(out, screen.reshape(out.shape))
     return out
 
 
@@ -136,11 +136,11 @@ class AtariAdapter(Adapter):
     Args:
         game: an ALE game id (``"pong"``, ``"breakout"``...); 108 ship with ale-py.
         obs_type: ``"rgb"``, ``"grayscale"`` or ``"ram"``.
-        frameskip: emulator frames per step (4 by default; 1 under ``AtariPreprocessing``).
+        frameskip: emulator screens per step (4 by default; 1 under ``AtariPreprocessing``).
         repeat_action_probability: sticky actions (``ALE/...-v5`` uses 0.25; the default here is 0.0, as
             in OpenEnv's atari_env).
         full_action_space, mode, difficulty, max_num_frames_per_episode: as in ALE.
-        frame_encoding: how frames should travel when the server can choose: ``"auto"`` (the default:
+        screen_encoding: how screens should travel when the server can choose: ``"auto"`` (the default:
             ``"delta"`` where the server offers it, else ``"zlib"``), ``"delta"``, ``"zlib"``, ``"raw"``
             or ``"json"``.
 
@@ -170,13 +170,15 @@ class AtariAdapter(Adapter):
         mode: int | None = None,
         difficulty: int | None = None,
         max_num_frames_per_episode: int | None = None,
-        frame_encoding: str = "auto",
+        screen_encoding: str = "auto",
     ) -> None:
         game = game_id(game)
         if obs_type not in _SHAPES:
             raise ValueError(f"obs_type must be one of {', '.join(_SHAPES)}, got {obs_type!r}")
-        if frame_encoding not in _ENCODINGS:
-            raise ValueError(f"frame_encoding must be one of {', '.join(_ENCODINGS)}, got {frame_encoding!r}")
+        if screen_encoding not in _ENCODINGS:
+            raise ValueError(
+                f"screen_encoding must be one of {', '.join(_ENCODINGS)}, got {screen_encoding!r}"
+            )
         values = (
             game,
             obs_type,
@@ -188,13 +190,13 @@ class AtariAdapter(Adapter):
             max_num_frames_per_episode,
         )
         self.settings = {k: v for k, v in zip(_SETTINGS, values, strict=True) if v is not None}
-        self.frame_encoding = frame_encoding
+        self.screen_encoding = screen_encoding
         # What to ask for at the next reset; "auto" becomes "delta" once the server says it has it.
-        self._asked = "zlib" if frame_encoding == "auto" else frame_encoding
-        self._frame_number: int | None = None  # of self.frame, the base of the next delta
+        self._asked = "zlib" if screen_encoding == "auto" else screen_encoding
+        self._frame_number: int | None = None  # of self.screen, the base of the next delta
         self._frameskip = frameskip
         self.ale = ScreenProxy(self)
-        self.frame = np.zeros(_SHAPES[obs_type], dtype=np.uint8)
+        self.screen = np.zeros(_SHAPES[obs_type], dtype=np.uint8)
         self.lives = 0
         self.game_over = False
         self._action_meanings: list[str] = []
@@ -210,7 +212,7 @@ class AtariAdapter(Adapter):
 
     @property  # type: ignore[override]  # the declared dict, computed: the encoding asked for changes
     def reset_options(self) -> dict[str, Any]:
-        return {**self.settings, "frame_encoding": self._asked}
+        return {**self.settings, "screen_encoding": self._asked}
 
     def setup(self, client: Client, first: StepResult | None) -> None:
         assert first is not None  # needs_probe
@@ -224,10 +226,10 @@ class AtariAdapter(Adapter):
             raise ProtocolError("The Atari server sent no legal_actions; cannot size the action space")
         self.observation_space = spaces.Box(0, 255, shape, dtype=np.uint8)
         self.action_space = spaces.Discrete(len(legal))
-        self.frame = np.zeros(shape, dtype=np.uint8)
+        self.screen = np.zeros(shape, dtype=np.uint8)
         self._frame_number = None
         self._read_action_meanings(first.metadata)
-        if self.frame_encoding == "auto" and "delta" in (first.metadata.get("frame_encodings") or ()):
+        if self.screen_encoding == "auto" and "delta" in (first.metadata.get("screen_encodings") or ()):
             self._asked = "delta"
 
     def encode_action(self, action: Any) -> dict[str, Any]:
@@ -237,30 +239,30 @@ class AtariAdapter(Adapter):
         reset = sent is None
         raw = result.observation
         metadata = result.metadata
-        shape = tuple(raw.get("screen_shape") or self.frame.shape)
+        shape = tuple(raw.get("screen_shape") or self.screen.shape)
         encoded = raw.get("screen_b64")
         if encoded is not None:
             data = base64.b64decode(encoded)
             encoding = raw.get("screen_encoding")
             if encoding == "delta":
-                frame = self._apply_delta(data, shape, raw.get("screen_base"))
+                screen = self._apply_delta(data, shape, raw.get("screen_base"))
             else:
                 if encoding == "zlib":
                     data = zlib.decompress(data)
-                frame = np.frombuffer(data, dtype=np.uint8).reshape(shape).copy()
+                screen = np.frombuffer(data, dtype=np.uint8).reshape(shape).copy()
         else:
-            frame = np.asarray(raw.get("screen", ()), dtype=np.uint8).reshape(shape)
+            screen = np.asarray(raw.get("screen", ()), dtype=np.uint8).reshape(shape)
         self._frame_number = raw.get("frame_number")
         if reset:
             self._read_action_meanings(metadata)
-        self.frame = frame
+        self.screen = screen
         self.lives = int(raw.get("lives", 0))
         self.game_over = result.done
 
         info = base_info(result)
         for key in ("lives", "episode_frame_number", "frame_number"):
             info[key] = raw.get(key, 0)
-        raw.pop("screen", None)  # keep info light: the frame is the observation
+        raw.pop("screen", None)  # keep info light: the screen is the observation
         raw.pop("screen_b64", None)
         terminated = truncated = False
         if result.done:
@@ -269,7 +271,7 @@ class AtariAdapter(Adapter):
             truncated = reason == "frame_limit"
             terminated = not truncated
         reward = 0.0 if result.reward is None else result.reward
-        return Transition(frame.copy(), reward, terminated, truncated, info)
+        return Transition(screen.copy(), reward, terminated, truncated, info)
 
     def describe_action(self, action: Any) -> str:
         index = int(action)
@@ -277,10 +279,10 @@ class AtariAdapter(Adapter):
         return meanings[index] if index < len(meanings) else str(index)
 
     def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        """The observed frame as PNG bytes (a few KB; never the raw array), lives and frame counters."""
-        frame = np.asarray(observation)
+        """The observed screen as PNG bytes (a few KB; never the raw array), lives and frame counters."""
+        screen = np.asarray(observation)
         return {
-            "frame_png": encode_png(frame) if frame.ndim >= 2 else None,
+            "screen_png": encode_png(screen) if screen.ndim >= 2 else None,
             "lives": int(info.get("lives", 0)),
             "frame_number": int(info.get("episode_frame_number", 0)),
             "end_reason": info.get("end_reason"),
@@ -294,17 +296,17 @@ class AtariAdapter(Adapter):
         }
 
     def _apply_delta(self, delta: bytes, shape: tuple[int, ...], base: Any) -> np.ndarray:
-        """The frame that ``delta`` makes of the last frame, which must be the one it was made against."""
-        if base is None or base != self._frame_number or self.frame.shape != shape:
+        """The screen that ``delta`` makes of the last screen, which must be the one it was made against."""
+        if base is None or base != self._frame_number or self.screen.shape != shape:
             raise ProtocolError(
-                f"The server sent the changes to frame {base} of shape {shape}, but the last frame this "
-                f"env decoded is frame {self._frame_number} of shape {self.frame.shape}: the frames are out "
-                "of step. Reset the env, or make it with frame_encoding='zlib'."
+                f"The server sent the changes to the screen of frame {base} (shape {shape}), but the last "
+                f"screen this env decoded is that of frame {self._frame_number} (shape {self.screen.shape}): "
+                "the screens are out of step. Reset the env, or make it with screen_encoding='zlib'."
             )
         try:
-            return apply_delta(self.frame, delta)
+            return apply_delta(self.screen, delta)
         except ValueError as exc:
-            raise ProtocolError(f"The server sent a malformed frame delta: {exc}") from None
+            raise ProtocolError(f"The server sent a malformed screen delta: {exc}") from None
 
     def _read_action_meanings(self, metadata: dict[str, Any]) -> None:
         if "action_meanings" in metadata:
@@ -313,9 +315,9 @@ class AtariAdapter(Adapter):
 
     def render(self, mode: str) -> Any:
         if mode == "rgb_array":
-            if self.frame.ndim == 3:
-                return self.frame.copy()
-            if self.frame.ndim == 2:
-                return np.repeat(self.frame[:, :, None], 3, axis=2)
+            if self.screen.ndim == 3:
+                return self.screen.copy()
+            if self.screen.ndim == 2:
+                return np.repeat(self.screen[:, :, None], 3, axis=2)
             raise ValueError("A RAM observation has no picture: make the env with obs_type='rgb' to render")
         return super().render(mode)

@@ -2,7 +2,7 @@
 
 Everything is seen from the side to move ("the mover"): when black is to move, ranks are mirrored, so
 a policy learns one game instead of two. Moves are encoded as ``from_square * 73 + plane`` where
-``from_square`` is 0..63 (a1=0, b1=1, ..., h8=63, in the mover's frame) and the 73 planes are:
+``from_square`` is 0..63 (a1=0, b1=1, ..., h8=63, seen from the mover's side) and the 73 planes are:
 
 - 0..55: queen-like moves, ``direction * 7 + (distance - 1)`` with directions N, NE, E, SE, S, SW, W, NW.
   A pawn reaching the last rank this way promotes to a queen;
@@ -14,7 +14,7 @@ a policy learns one game instead of two. Moves are encoded as ``from_square * 73
 4672 = 64 * 73 indices in all; most are illegal in any given position (use the action mask). Indices whose
 move would leave the board have no UCI form: they decode to ``"0000"`` (a null move, illegal).
 
-Board planes (19, 8, 8), float32 in [0, 1], indexed ``[plane, rank, file]`` in the mover's frame:
+Board planes (19, 8, 8), float32 in [0, 1], indexed ``[plane, rank, file]`` seen from the mover's side:
 0-5 the mover's pawns, knights, bishops, rooks, queens, king; 6-11 the opponent's; 12-15 castling rights
 (mover king side, mover queen side, opponent king side, opponent queen side, all-ones planes); 16 the en
 passant target square; 17 all ones when white is to move; 18 the half-move clock / 100 (fifty-move rule).
@@ -161,7 +161,7 @@ def _row_offsets(text: str, row: int, white_to_move: bool) -> tuple[int, ...]:
 
 
 def board_planes(fen: str) -> np.ndarray:
-    """The (19, 8, 8) float32 planes of a FEN position, in the frame of the side to move."""
+    """The (19, 8, 8) float32 planes of a FEN position, seen from the side to move."""
     fields = fen.split()
     white_to_move = len(fields) < 2 or fields[1] == "w"
     castling = fields[2] if len(fields) > 2 else "-"

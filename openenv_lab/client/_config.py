@@ -53,7 +53,7 @@ class Keepalive:
     """WebSocket keepalive pings, which detect a silently dropped connection.
 
     Args:
-        interval: seconds between pings; ``None`` disables pings (some tunnels drop ping frames).
+        interval: seconds between pings; ``None`` disables pings (some tunnels drop pings).
         timeout: seconds to wait for the pong before the connection is declared dead.
 
     Example:

@@ -13,7 +13,7 @@ pings go unanswered: uvicorn after 20 s), sends our own pings and fails the conn
 stop coming. It never waits for the lock that a request holds; a request answers pings itself.
 
 Every socket operation has a deadline: reads the caller's timeout, sends ``send_timeout`` (a request's
-frame) or ``close_timeout`` (closing, and the keepalive thread's control frames). A request interrupted
+message) or ``close_timeout`` (closing, and the keepalive thread's pings and pongs). A request interrupted
 half-way (Ctrl+C) closes the connection, since the bytes on the wire can no longer be trusted.
 
 `Session` uses this class for ``ws://`` URLs on loopback without compression (the embedded server, Docker
@@ -44,7 +44,7 @@ from websockets.uri import parse_uri
 
 __all__ = ["DirectConnection"]
 
-#: Bytes asked of the socket per read: an Atari frame as zlib bytes fits in one, a JSON frame in a few.
+#: Bytes asked of the socket per read: an Atari screen as zlib bytes fits in one, a JSON one in a few.
 _READ_SIZE = 1 << 18
 
 #: The most the keepalive thread sleeps between looks at an idle connection, in seconds.
@@ -142,7 +142,7 @@ class DirectConnection:
             try:
                 self._flush(self._send_timeout)
             except BaseException:
-                self._close_socket()  # part of a frame may have gone: nothing that follows would parse
+                self._close_socket()  # part of a message may have gone: nothing that follows would parse
                 raise
 
     def recv(self, timeout: float) -> str:
@@ -199,7 +199,7 @@ class DirectConnection:
 
     def poll(self) -> bool:
         """Process whatever has arrived, without waiting, then return `has_message`: after ``select``
-        said the socket is readable, which may be a ping or part of a frame rather than a message."""
+        said the socket is readable, which may be a ping or part of a message rather than a whole one."""
         if not self._lock.acquire(blocking=False):  # a request or the keepalive thread is reading
             return self.has_message()
         try:
@@ -235,7 +235,7 @@ class DirectConnection:
                 if self._protocol.state is State.OPEN:
                     self._protocol.send_close(1000)
                     self._flush(max(0.001, deadline - time.monotonic()))
-                # The client waits for the server to close TCP once close frames have crossed.
+                # The client waits for the server to close TCP once both sides have sent their close codes.
                 while not self._socket_closed and (remaining := deadline - time.monotonic()) > 0:
                     self._read(remaining, send_timeout=remaining)
         finally:
@@ -266,7 +266,7 @@ class DirectConnection:
             if self._protocol.handshake_exc is not None:
                 raise self._protocol.handshake_exc
             if events and isinstance(events[0], Response):
-                self._handle(events[1:])  # frames that came in the same read as the response
+                self._handle(events[1:])  # WebSocket data that came in the same read as the response
                 self._flush(max(0.001, deadline - time.monotonic()))
                 return
             if not data:
@@ -300,19 +300,19 @@ class DirectConnection:
         return self._sock.recv(_READ_SIZE)
 
     def _handle(self, events: list[Any]) -> None:
-        for frame in events:
-            if not isinstance(frame, Frame):
+        for event in events:
+            if not isinstance(event, Frame):
                 continue
-            opcode = frame.opcode
+            opcode = event.opcode
             if opcode is Opcode.TEXT or opcode is Opcode.BINARY or opcode is Opcode.CONT:
                 if opcode is not Opcode.CONT:
                     self._fragments.clear()
-                self._fragments.append(frame.data)
-                if frame.fin:
+                self._fragments.append(event.data)
+                if event.fin:
                     data = b"".join(self._fragments) if len(self._fragments) > 1 else self._fragments[0]
                     self._fragments.clear()
                     self._messages.append(data.decode("utf-8", errors="replace"))
-            elif opcode is Opcode.PONG and self._ping is not None and frame.data == self._ping[0]:
+            elif opcode is Opcode.PONG and self._ping is not None and event.data == self._ping[0]:
                 self._ping = None
             # Pings are answered by the protocol (the pong waits in data_to_send); closes likewise.
 
@@ -346,7 +346,7 @@ class DirectConnection:
         protocol = self._protocol
         if protocol.state is State.CLOSED:
             return protocol.close_exc
-        # Closing: the close frames are known (and in which order they crossed), not yet the TCP close.
+        # Closing: both close codes are known (and in which order they crossed), not yet the TCP close.
         return ConnectionClosedError(protocol.close_rcvd, protocol.close_sent, protocol.close_rcvd_then_sent)
 
     def _readable(self) -> bool:

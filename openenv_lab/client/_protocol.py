@@ -1,4 +1,4 @@
-"""The OpenEnv WebSocket protocol without any I/O: building request frames and reading replies.
+"""The OpenEnv WebSocket protocol without any I/O: building request messages and reading replies.
 
 Both the synchronous session (for gymnasium) and any asynchronous one share this module, so the
 rules for tolerating different server versions live in one place:
@@ -6,7 +6,7 @@ rules for tolerating different server versions live in one place:
 - 0.1 to 0.3.x servers send no ``metadata``; 0.10 sends it inside ``observation`` and again at the top
   level of the envelope (the top-level copy only when it is not empty);
 - ``reward`` may be a bool, an int, a float or ``null``; it is normalised to ``float | None``;
-- error frames carry ``code`` and ``message`` and sometimes more fields (``errors``, ``active_sessions``).
+- error messages carry ``code`` and ``message`` and sometimes more fields (``errors``, ``active_sessions``).
 
 See ``shared/reference/openenv-protocol.md`` sections 3 and 5 for the wire format.
 """
@@ -87,12 +87,12 @@ class StepResult:
 
 
 def reset_message(kwargs: dict[str, Any]) -> str:
-    """The frame that starts an episode; ``kwargs`` reach the environment's ``reset``."""
+    """The message that starts an episode; ``kwargs`` reach the environment's ``reset``."""
     return _dumps({"type": "reset", "data": kwargs})
 
 
 def step_message(action: dict[str, Any]) -> str:
-    """The frame that plays one action; ``action`` is the action model's fields."""
+    """The message that plays one action; ``action`` is the action model's fields."""
     return _dumps({"type": "step", "data": action})
 
 
@@ -105,7 +105,7 @@ def close_message() -> str:
 
 
 def parse_reply(raw: str | bytes, *, expected: str, url: str | None = None) -> dict[str, Any]:
-    """Decode one reply frame and return its ``data``, raising the error it carries, if any.
+    """Decode one reply message and return its ``data``, raising the error it carries, if any.
 
     ``expected`` is ``"observation"`` (reply to reset and step) or ``"state"``.
     """
@@ -113,7 +113,7 @@ def parse_reply(raw: str | bytes, *, expected: str, url: str | None = None) -> d
 
 
 def reply_data(message: Any, *, expected: str, url: str | None = None) -> dict[str, Any]:
-    """The ``data`` of a decoded reply (a frame, or one entry of a batch), raising the error it carries."""
+    """The ``data`` of a decoded reply (a message, or one entry of a batch), raising the error it carries."""
     if not isinstance(message, dict) or "type" not in message:
         raise ProtocolError(
             f"The server at {url} sent {_preview(message)}, not an OpenEnv reply "
@@ -126,23 +126,23 @@ def reply_data(message: Any, *, expected: str, url: str | None = None) -> dict[s
         raise error_from_message(data if isinstance(data, dict) else {}, url=url)
     if kind != expected:
         raise ProtocolError(
-            f'The server at {url} replied with a "{kind}" frame where "{expected}" was expected.',
+            f'The server at {url} replied with a "{kind}" message where "{expected}" was expected.',
             url=url,
         )
     if not isinstance(data, dict):
-        raise ProtocolError(f'The server at {url} sent a "{kind}" frame without data.', url=url)
+        raise ProtocolError(f'The server at {url} sent a "{kind}" message without data.', url=url)
     return data
 
 
 def batch_message(entries: list[tuple[int, str, dict[str, Any] | None]]) -> str:
-    """One frame for ``/ws/batch``: a ``(session, "reset"/"step"/"state", data)`` request per entry."""
+    """One message for ``/ws/batch``: a ``(session, "reset"/"step"/"state", data)`` request per entry."""
     return _dumps(
         {"type": "batch", "data": [{"session": i, "type": kind, "data": data} for i, kind, data in entries]}
     )
 
 
 def parse_batch(raw: str | bytes, *, count: int, url: str | None = None) -> list[Any]:
-    """The ``count`` replies of a ``/ws/batch`` frame, in order (each for `reply_data`)."""
+    """The ``count`` replies of a ``/ws/batch`` message, in order (each for `reply_data`)."""
     message = _decode(raw, url)
     if not isinstance(message, dict) or message.get("type") != "batch":
         reply_data(message, expected="batch", url=url)  # raises the error it carries, or says what it is
@@ -159,7 +159,7 @@ def _decode(raw: str | bytes, url: str | None) -> Any:
         return _loads(raw)
     except ValueError as exc:
         raise ProtocolError(
-            f"The server at {url} sent a frame that is not JSON ({exc}); it does not speak the "
+            f"The server at {url} sent a message that is not JSON ({exc}); it does not speak the "
             "OpenEnv protocol.",
             url=url,
         ) from None
@@ -193,7 +193,7 @@ def parse_observation(data: dict[str, Any], *, url: str | None = None) -> StepRe
 
 
 def error_from_message(data: dict[str, Any], *, url: str | None = None) -> ServerError:
-    """Turn the ``data`` of an error frame into the matching exception (not raised)."""
+    """Turn the ``data`` of an error message into the matching exception (not raised)."""
     code = str(data.get("code", "UNKNOWN"))
     server_message = str(data.get("message", ""))
     details = {k: v for k, v in data.items() if k not in ("code", "message")}

@@ -62,7 +62,7 @@ class AsyncSession:
         )
         self._ws: ClientConnection | None = None
         self._closing: asyncio.Task[None] | None = None  # a connection dropped mid-request, closing
-        self._unanswered = 0  # bytes of the frame whose reply has not been read yet
+        self._unanswered = 0  # bytes of the message whose reply has not been read yet
         self.bytes_sent = 0
         self.bytes_received = 0
 
@@ -118,20 +118,20 @@ class AsyncSession:
     def __repr__(self) -> str:
         return f"<AsyncSession {self.url} {'closed' if self.closed else 'open'}>"
 
-    async def _request(self, frame: str, expected: str) -> dict[str, Any]:
-        await self._send(frame)
+    async def _request(self, message: str, expected: str) -> dict[str, Any]:
+        await self._send(message)
         return await self._receive(expected, self.timeouts.request)
 
-    async def _send(self, frame: str) -> None:
+    async def _send(self, message: str) -> None:
         ws = self._ws
         if ws is None:
             raise SessionClosed(f"The session with {self.url} is closed; open a new one.", url=self.url)
-        with contextlib.suppress(ConnectionClosed):  # a queued frame may say why: read on
-            await ws.send(frame)
-        self._unanswered = len(frame)
+        with contextlib.suppress(ConnectionClosed):  # a queued message may say why: read on
+            await ws.send(message)
+        self._unanswered = len(message)
 
     async def _receive(self, expected: str, timeout: float | None) -> dict[str, Any]:
-        """The reply to the frame sent last, within ``timeout`` seconds (None: the caller's deadline)."""
+        """The reply to the message sent last, within ``timeout`` seconds (None: the caller's deadline)."""
         ws = self._ws
         if ws is None:
             raise SessionClosed(f"The session with {self.url} is closed; open a new one.", url=self.url)

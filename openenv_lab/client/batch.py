@@ -4,11 +4,11 @@ On OpenEnv's ``/ws`` each session is a connection, and a vector step of N sub-en
 messages each way; the server's per-message work then bounds the throughput. Our servers also offer
 ``/ws/batch`` (announced by ``GET /capacity``), where one connection holds N sessions and one message
 carries a request for each (see ``openenv_lab/servers/_batch.py`` for the format). A `Channel` is such
-a connection; its `BatchedSession`\\ s stand in for `AsyncSession`\\ s, and `exchange` sends one frame
+a connection; its `BatchedSession`\\ s stand in for `AsyncSession`\\ s, and `exchange` sends one message
 per channel for all of its sessions' requests. A `SyncChannel` is the same connection without asyncio,
 read by the thread that waits for the replies (`DirectConnection`), for servers on this machine.
 
-Replies come back in the order the frames went out, so several batches may be in flight on one channel
+Replies come back in the order the messages went out, so several batches may be in flight on one channel
 (``send``/``recv``); a reader task hands each reply to the batch that waits for it.
 """
 
@@ -119,11 +119,13 @@ class Channel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
-        frame = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no reply slot
+        message = _protocol.batch_message(
+            entries
+        )  # first: an action that cannot be sent leaves no reply slot
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._pending.append((future, len(entries)))
         with contextlib.suppress(ConnectionClosed):  # the reader reports why the connection ended
-            await ws.send(frame)
+            await ws.send(message)
         return future
 
     async def close(self) -> None:
@@ -310,11 +312,13 @@ class SyncChannel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
-        frame = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no reply slot
+        message = _protocol.batch_message(
+            entries
+        )  # first: an action that cannot be sent leaves no reply slot
         self._pending.append(len(entries))
         try:
             with contextlib.suppress(ConnectionClosed):  # the server may have said why: `receive` reads it
-                ws.send(frame)
+                ws.send(message)
         except BaseException:  # interrupted half-way (Ctrl+C): the stream can no longer be trusted
             self._drop()
             raise

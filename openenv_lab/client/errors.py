@@ -102,12 +102,12 @@ class LaunchError(OpenEnvError):
 
 
 class ServerError(OpenEnvError):
-    """The server replied with an OpenEnv error frame.
+    """The server replied with an OpenEnv error message.
 
     Attributes:
         code: the server's error code, e.g. ``"VALIDATION_ERROR"`` or ``"EXECUTION_ERROR"``.
         server_message: the message exactly as the server sent it.
-        details: every other field of the error frame (e.g. pydantic's ``errors`` list).
+        details: every other field of the error message (e.g. pydantic's ``errors`` list).
     """
 
     def __init__(

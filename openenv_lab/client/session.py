@@ -29,9 +29,9 @@ from .errors import ConnectError, OpenEnvError, ProtocolError, ServerError, Sess
 
 __all__ = ["Session"]
 
-#: Largest frame accepted from a server. Atari frames as JSON lists are about 0.5 MB; 100 MiB is
+#: Largest message accepted from a server. Atari screens as JSON lists are about 0.5 MB; 100 MiB is
 #: the limit the official client uses.
-MAX_FRAME_BYTES = 100 * 1024 * 1024
+MAX_MESSAGE_BYTES = 100 * 1024 * 1024
 
 
 class Session:
@@ -46,8 +46,8 @@ class Session:
         timeouts: connect/request/close timeouts (see `Timeouts`).
         keepalive: WebSocket ping settings (see `Keepalive`).
         headers: extra HTTP headers for the upgrade request, e.g. ``{"Authorization": "Bearer ..."}``.
-        compression: ``"deflate"`` to negotiate per-message compression (smaller frames, more CPU);
-            ``None`` (the default) sends frames as they are, which is faster on loopback.
+        compression: ``"deflate"`` to negotiate per-message compression (smaller messages, more CPU);
+            ``None`` (the default) sends messages as they are, which is faster on loopback.
 
     Example:
         >>> from openenv_lab.client import Session
@@ -139,7 +139,7 @@ class Session:
     def __repr__(self) -> str:
         return f"<Session {self.url} {'closed' if self.closed else 'open'}>"
 
-    def _request(self, frame: str, expected: str) -> dict[str, Any]:
+    def _request(self, message: str, expected: str) -> dict[str, Any]:
         ws = self._ws
         if ws is None:
             raise SessionClosed(
@@ -148,9 +148,9 @@ class Session:
                 url=self.url,
             )
         try:
-            # If the send fails, the server may have explained why it closed in a frame still queued: read on.
+            # If the send fails, the server may have said why it closed in a message still queued: read on.
             with contextlib.suppress(ConnectionClosed):
-                ws.send(frame)
+                ws.send(message)
             raw = ws.recv(timeout=self.timeouts.request)
         except (TimeoutError, ConnectionClosed) as exc:
             self._abandon()
@@ -159,7 +159,7 @@ class Session:
             # Ctrl+C once the request went out: its reply, read later, would pass for the next request's.
             self._abandon()
             raise
-        self.bytes_sent += len(frame)
+        self.bytes_sent += len(message)
         self.bytes_received += len(raw)
         try:
             return _protocol.parse_reply(raw, expected=expected, url=self.url)
@@ -186,7 +186,7 @@ def direct_connection(
         send_timeout=timeouts.request,
         ping_interval=keepalive.interval,
         ping_timeout=keepalive.timeout,
-        max_size=MAX_FRAME_BYTES,
+        max_size=MAX_MESSAGE_BYTES,
         additional_headers=headers,
     )
 
@@ -204,7 +204,7 @@ def connect_options(
         "close_timeout": timeouts.close,
         "ping_interval": keepalive.interval,
         "ping_timeout": keepalive.timeout,
-        "max_size": MAX_FRAME_BYTES,
+        "max_size": MAX_MESSAGE_BYTES,
         "compression": compression,
         "additional_headers": headers,
         "proxy": None if is_loopback(base_url) else True,
@@ -274,7 +274,7 @@ def _refusal(status: int, base_url: str, url: str) -> OpenEnvError:
 
 
 def _describe_close(exc: ConnectionClosed) -> str:
-    frame = exc.rcvd
-    if frame is None:
-        return "no close frame received"
-    return f"close code {frame.code}" + (f", {frame.reason}" if frame.reason else "")
+    received = exc.rcvd
+    if received is None:
+        return "no close code received"
+    return f"close code {received.code}" + (f", {received.reason}" if received.reason else "")

@@ -63,42 +63,42 @@ def load_prices(path: str | Path) -> pl.DataFrame:
         raise MarketDataError(f"No market data file at {path}")
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
-            frame = pl.read_parquet(path)
+            table = pl.read_parquet(path)
         else:
-            frame = pl.read_csv(path, try_parse_dates=True, infer_schema_length=10_000)
+            table = pl.read_csv(path, try_parse_dates=True, infer_schema_length=10_000)
     except Exception as exc:  # polars raises many kinds of errors for unreadable files
         raise MarketDataError(
             f"Cannot read {path} as {'Parquet' if path.suffix == '.parquet' else 'CSV'}: {exc}"
         ) from None
-    return check_prices(frame, source=str(path))
+    return check_prices(table, source=str(path))
 
 
-def check_prices(frame: pl.DataFrame, *, source: str = "the prices") -> pl.DataFrame:
+def check_prices(table: pl.DataFrame, *, source: str = "the prices") -> pl.DataFrame:
     """Validate and normalise long-format prices: typed columns, sorted by date then ticker."""
-    missing = [column for column in REQUIRED_COLUMNS if column not in frame.columns]
+    missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
     if missing:
         raise MarketDataError(
             f"{source} lacks the column(s) {missing}; FinRL's format needs {list(REQUIRED_COLUMNS)}"
         )
-    frame = frame.select(REQUIRED_COLUMNS)
+    table = table.select(REQUIRED_COLUMNS)
     try:
-        frame = frame.with_columns(pl.col("date").cast(pl.Utf8).str.slice(0, 10).str.to_date("%Y-%m-%d"))
+        table = table.with_columns(pl.col("date").cast(pl.Utf8).str.slice(0, 10).str.to_date("%Y-%m-%d"))
     except Exception:
         raise MarketDataError(f"{source}: the date column must hold dates like 2021-03-31") from None
-    frame = frame.with_columns(pl.col("tic").cast(pl.Utf8))
+    table = table.with_columns(pl.col("tic").cast(pl.Utf8))
     for column in ("date", "tic"):
-        empty = frame.filter(pl.col(column).is_null())
+        empty = table.filter(pl.col(column).is_null())
         if empty.height:
             row = empty.row(0, named=True)
             raise MarketDataError(
                 f"{source} has {empty.height} row(s) with an empty {column!r} (the first: date "
                 f"{row['date']}, tic {row['tic']}); every row needs a date and a ticker"
             )
-    frame = frame.sort("date", "tic")  # so that "the first" bad row below is the earliest
+    table = table.sort("date", "tic")  # so that "the first" bad row below is the earliest
     for column in NUMERIC_COLUMNS:
-        frame = frame.with_columns(_as_float(frame, column, source))
+        table = table.with_columns(_as_float(table, column, source))
     for column in NUMERIC_COLUMNS:
-        bad = frame.filter(~pl.col(column).is_finite().fill_null(False))
+        bad = table.filter(~pl.col(column).is_finite().fill_null(False))
         if bad.height:
             value = bad[column][0]
             what = "empty" if value is None else "NaN" if value != value else str(value)
@@ -108,40 +108,40 @@ def check_prices(frame: pl.DataFrame, *, source: str = "the prices") -> pl.DataF
                 "finite number: fill the gaps (e.g. with the ticker's previous day) or drop those dates for "
                 "every ticker, then load the data again"
             )
-    bad_prices = frame.filter(pl.any_horizontal(pl.col(c) <= 0 for c in PRICE_COLUMNS))
+    bad_prices = table.filter(pl.any_horizontal(pl.col(c) <= 0 for c in PRICE_COLUMNS))
     if bad_prices.height:
         raise MarketDataError(f"{source} has non-positive prices, e.g. {_describe_row(bad_prices)}")
-    duplicates = frame.group_by("date", "tic").len().filter(pl.col("len") > 1)
+    duplicates = table.group_by("date", "tic").len().filter(pl.col("len") > 1)
     if duplicates.height:
         row = duplicates.row(0, named=True)
         raise MarketDataError(f"{source} has several rows for {row['tic']} on {row['date']}")
-    dates = frame["date"].n_unique()
-    per_ticker = frame.group_by("tic").len()
+    dates = table["date"].n_unique()
+    per_ticker = table.group_by("tic").len()
     incomplete = per_ticker.filter(pl.col("len") < dates)
     if incomplete.height:
         names = ", ".join(f"{t} ({n} of {dates})" for t, n in incomplete.iter_rows())
         raise MarketDataError(
             f"{source}: every ticker needs a price on every date, but some have fewer days: {names}"
         )
-    return frame
+    return table
 
 
-def _as_float(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
+def _as_float(table: pl.DataFrame, column: str, source: str) -> pl.Expr:
     """``column`` as Float64, or a `MarketDataError` naming the first value that is not a number.
 
     Text columns are parsed (a CSV with ``nan`` or ``Infinity`` in a column is read as text); what parses
     to NaN or inf is left for the finiteness check, which says so.
     """
-    dtype = frame.schema[column]
+    dtype = table.schema[column]
     if dtype.is_numeric():
         return pl.col(column).cast(pl.Float64)
     if dtype == pl.Utf8:
         parsed = pl.col(column).cast(pl.Float64, strict=False)
-        bad = frame.filter(pl.col(column).is_not_null() & parsed.is_null())
+        bad = table.filter(pl.col(column).is_not_null() & parsed.is_null())
         if not bad.height:
             return parsed
     else:
-        bad = frame.filter(pl.col(column).is_not_null())
+        bad = table.filter(pl.col(column).is_not_null())
     example = bad[column][0] if bad.height else None
     raise MarketDataError(
         f"{source}: column {column!r} is not numeric ({dtype}): {bad.height} value(s) are not numbers, the "
@@ -226,7 +226,7 @@ def add_indicators(
     ``indicators`` is a sequence of stockstats names or one comma-separated string (see `parse_indicators`).
     Values stockstats cannot define (NaN or infinite, e.g. from a flat stretch of prices) become 0.
     """
-    import pandas as pd  # stockstats works on pandas frames
+    import pandas as pd  # stockstats works on pandas DataFrames
     import stockstats
 
     indicators = parse_indicators(indicators)
@@ -243,9 +243,9 @@ def add_indicators(
     for _, group in prices.group_by("tic", maintain_order=True):
         group = group.sort("date")
         # Built column by column from numpy: polars' to_pandas() would need pyarrow.
-        frame = pd.DataFrame({c: group[c].to_numpy() for c in ("open", "high", "low", "close", "volume")})
-        frame.index = pd.DatetimeIndex(group["date"].to_numpy(), name="date")
-        wrapped = stockstats.wrap(frame)
+        table = pd.DataFrame({c: group[c].to_numpy() for c in ("open", "high", "low", "close", "volume")})
+        table.index = pd.DatetimeIndex(group["date"].to_numpy(), name="date")
+        wrapped = stockstats.wrap(table)
         columns = {}
         for name in indicators:
             try:
@@ -264,10 +264,10 @@ def add_indicators(
     )
 
 
-def add_turbulence(frame: pl.DataFrame, lookback: int = TURBULENCE_LOOKBACK) -> pl.DataFrame:
+def add_turbulence(table: pl.DataFrame, lookback: int = TURBULENCE_LOOKBACK) -> pl.DataFrame:
     """FinRL's turbulence index: how unusual each day's returns are, as a Mahalanobis distance from the
     mean and covariance of the previous ``lookback`` days (0 until that much history exists)."""
-    wide = frame.pivot(on="tic", index="date", values="close").sort("date")
+    wide = table.pivot(on="tic", index="date", values="close").sort("date")
     closes = wide.drop("date").to_numpy()
     returns = np.vstack([np.zeros((1, closes.shape[1])), closes[1:] / closes[:-1] - 1.0])
     turbulence = np.zeros(len(closes))
@@ -277,7 +277,7 @@ def add_turbulence(frame: pl.DataFrame, lookback: int = TURBULENCE_LOOKBACK) -> 
         covariance = np.cov(history, rowvar=False)
         turbulence[day] = float(deviation @ np.linalg.pinv(np.atleast_2d(covariance)) @ deviation)
     index = pl.DataFrame({"date": wide["date"], "turbulence": turbulence})
-    return frame.join(index, on="date", how="left")
+    return table.join(index, on="date", how="left")
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,7 @@ class MarketData:
         closes: closing prices, shape (days, tickers).
         indicators: indicator values, shape (days, indicators, tickers).
         turbulence: FinRL's turbulence index per day (zeros when not computed).
-        frame: the long-format table the arrays came from.
+        table: the long-format table the arrays came from.
     """
 
     dates: tuple[dt.date, ...]
@@ -300,7 +300,7 @@ class MarketData:
     closes: np.ndarray
     indicators: np.ndarray
     turbulence: np.ndarray
-    frame: pl.DataFrame
+    table: pl.DataFrame
 
     @classmethod
     def from_prices(
@@ -313,23 +313,23 @@ class MarketData:
         """Check the prices, add indicators (names, or one comma-separated string) and turbulence, and lay
         them out as arrays."""
         indicators = parse_indicators(indicators)
-        frame = add_indicators(check_prices(prices), indicators)
+        table = add_indicators(check_prices(prices), indicators)
         if turbulence:
-            frame = add_turbulence(frame)
-        tickers = tuple(frame["tic"].unique(maintain_order=True).sort())
-        dates = tuple(frame["date"].unique().sort())
-        frame = frame.sort("date", "tic")
+            table = add_turbulence(table)
+        tickers = tuple(table["tic"].unique(maintain_order=True).sort())
+        dates = tuple(table["date"].unique().sort())
+        table = table.sort("date", "tic")
         days, count = len(dates), len(tickers)
-        closes = frame["close"].to_numpy().reshape(days, count)
+        closes = table["close"].to_numpy().reshape(days, count)
         values = (
-            np.stack([frame[name].to_numpy().reshape(days, count) for name in indicators], axis=1)
+            np.stack([table[name].to_numpy().reshape(days, count) for name in indicators], axis=1)
             if indicators
             else np.zeros((days, 0, count))
         )
         turbulence_values = (
-            frame["turbulence"].to_numpy().reshape(days, count)[:, 0] if turbulence else np.zeros(days)
+            table["turbulence"].to_numpy().reshape(days, count)[:, 0] if turbulence else np.zeros(days)
         )
-        return cls(dates, tickers, tuple(indicators), closes, values, turbulence_values, frame)
+        return cls(dates, tickers, tuple(indicators), closes, values, turbulence_values, table)
 
     def between(self, start: dt.date | str | None = None, end: dt.date | str | None = None) -> MarketData:
         """The days from ``start`` to ``end``, both included (dates or ISO strings; None: open-ended)."""
@@ -349,7 +349,7 @@ class MarketData:
             self.closes[lo:hi],
             self.indicators[lo:hi],
             self.turbulence[lo:hi],
-            self.frame.filter(pl.col("date").is_between(first, last)),
+            self.table.filter(pl.col("date").is_between(first, last)),
         )
 
 

@@ -3,7 +3,7 @@
 `RecordTrajectory` wraps a single ``gymnasium.Env``, `RecordVectorTrajectory` a vector environment
 (ours or gymnasium's, in either autoreset mode). Rows follow `openenv_lab.record.trajectory`; the family's
 own columns come from the adapter (``describe_action``, ``record``), so OpenEnv environments record their
-FENs, frames or portfolio values, and any other gymnasium environment still records the common columns.
+FENs, screens or portfolio values, and any other gymnasium environment still records the common columns.
 
 With ``path=...`` the recording is saved (atomically) each time an episode ends, so an interrupted kernel
 loses at most the episode in progress. The path is checked when the wrapper is made; a save that still
@@ -111,7 +111,7 @@ class _Rows:
             return json.dumps(action.tolist())
         return json.dumps(action, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v))
 
-    def frame(self) -> pl.DataFrame:
+    def table(self) -> pl.DataFrame:
         schema = {"action": pl.Int64 if self.integer_actions else pl.Utf8, "seed": pl.Int64}
         return pl.DataFrame(self.rows, schema_overrides=schema, infer_schema_length=None)
 
@@ -166,7 +166,7 @@ class RecordTrajectory(gym.Wrapper):
         >>> import gymnasium as gym, openenv_lab
         >>> env = openenv_lab.RecordTrajectory(gym.make("openenv/echo", max_steps=2))
         >>> _ = env.reset(seed=0); _ = env.step("hi"); _ = env.step("there")
-        >>> env.trajectory.frame.select("step", "action_label", "reward", "return").rows()
+        >>> env.trajectory.table.select("step", "action_label", "reward", "return").rows()
         [(0, None, 0.0, 0.0), (1, 'hi', 0.2, 0.2), (2, 'there', 0.5, 0.7)]
         >>> env.close()
     """
@@ -190,7 +190,7 @@ class RecordTrajectory(gym.Wrapper):
         }
         if self._adapter is not None:
             metadata.update(_jsonable(self._adapter.trajectory_metadata()))
-        return Trajectory(self._rows.frame(), metadata)
+        return Trajectory(self._rows.table(), metadata)
 
     def save(self, path: str | Path | None = None) -> Path:
         """Save the recording now (to ``path``, or the wrapper's own)."""
@@ -236,7 +236,7 @@ class RecordVectorTrajectory(VectorWrapper):
         >>> import gymnasium as gym, openenv_lab
         >>> envs = openenv_lab.RecordVectorTrajectory(gym.make_vec("openenv/echo", num_envs=2))
         >>> _ = envs.reset(seed=0); _ = envs.step(("a", "bb"))
-        >>> envs.trajectory.frame.select("env_index", "step", "reward").rows()
+        >>> envs.trajectory.table.select("env_index", "step", "reward").rows()
         [(0, 0, 0.0), (1, 0, 0.0), (0, 1, 0.1), (1, 1, 0.2)]
         >>> envs.close()
     """
@@ -254,7 +254,7 @@ class RecordVectorTrajectory(VectorWrapper):
     @property
     def trajectory(self) -> Trajectory:
         metadata = {**self._metadata, "wall_time_s": time.perf_counter() - self._started}
-        return Trajectory(self._rows.frame(), metadata)
+        return Trajectory(self._rows.table(), metadata)
 
     def save(self, path: str | Path | None = None) -> Path:
         """Save the recording now (to ``path``, or the wrapper's own)."""

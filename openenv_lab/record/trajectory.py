@@ -1,4 +1,4 @@
-"""`Trajectory`: recorded episodes as a polars frame, saved to Parquet with what it takes to reproduce them.
+"""`Trajectory`: recorded episodes as a polars table, saved to Parquet with what it takes to reproduce them.
 
 One row per reset or step (``step`` 0 is the reset), with the columns every family shares:
 
@@ -18,7 +18,7 @@ latency_ms     wall time of the step (or reset) as the agent saw it
 seed           the reset's seed, on reset rows
 ============== ===========================================================================
 
-plus each family's columns (chess ``fen`` and moves, Atari ``frame_png``, FinRL ``date`` and
+plus each family's columns (chess ``fen`` and moves, Atari ``screen_png``, FinRL ``date`` and
 ``portfolio_value``...; see the adapters' ``record``). The metadata (env id, server URL, the server's
 ``/metadata``, a hash of its ``/schema``, package versions, wall time, the family's extras) is stored in
 the Parquet file's key-value metadata, so one file carries everything.
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ from ..files import write_atomically
 
 __all__ = ["FORMAT_VERSION", "Trajectory", "TrajectoryFormatError", "load_trajectory"]
 
-#: Bumped when a change makes old readers misread new files.
-FORMAT_VERSION = 1
+#: Bumped when a change makes old readers misread new files (2: Atari's ``frame_png`` is ``screen_png``;
+#: `load_trajectory` still reads format 1).
+FORMAT_VERSION = 2
 _METADATA_KEY = "openenv_lab.trajectory"
 
 BASE_COLUMNS = (
@@ -66,7 +68,7 @@ class TrajectoryFormatError(ValueError):
 
 
 class Trajectory:
-    """Recorded episodes: ``frame`` (a polars DataFrame, one row per step) and ``metadata`` (a dict).
+    """Recorded episodes: ``table`` (a polars DataFrame, one row per step) and ``metadata`` (a dict).
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -77,16 +79,22 @@ class Trajectory:
         ...     obs, reward, terminated, truncated, info = env.step(env.unwrapped.action_masks().argmax())
         ...     done = terminated or truncated
         >>> trajectory = env.trajectory
-        >>> trajectory.frame.select("step", "action_label", "fen").height
+        >>> trajectory.table.select("step", "action_label", "fen").height
         4
         >>> trajectory.metadata["family"], trajectory.episodes
         ('chess', [0])
         >>> env.close()
     """
 
-    def __init__(self, frame: pl.DataFrame, metadata: dict[str, Any] | None = None) -> None:
-        self.frame = frame
+    def __init__(self, table: pl.DataFrame, metadata: dict[str, Any] | None = None) -> None:
+        self.table = table
         self.metadata = dict(metadata or {})
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        """The former name of `table` ("frame" now means an emulator frame only)."""
+        warnings.warn("Trajectory.frame is now Trajectory.table", DeprecationWarning, stacklevel=2)
+        return self.table
 
     @property
     def family(self) -> str:
@@ -95,21 +103,21 @@ class Trajectory:
     @property
     def episodes(self) -> list[int]:
         """The episode numbers present, in order."""
-        if self.frame.is_empty():
+        if self.table.is_empty():
             return []
-        return self.frame["episode"].unique(maintain_order=True).to_list()
+        return self.table["episode"].unique(maintain_order=True).to_list()
 
     def episode(self, number: int) -> Trajectory:
         """One episode's rows (a new `Trajectory` with the same metadata)."""
         if number not in self.episodes:
             raise KeyError(f"No episode {number} in this trajectory; it has {self.episodes}")
-        return Trajectory(self.frame.filter(pl.col("episode") == number), self.metadata)
+        return Trajectory(self.table.filter(pl.col("episode") == number), self.metadata)
 
     def summary(self) -> pl.DataFrame:
         """One row per episode: steps, return, and how it ended."""
-        if self.frame.is_empty():
+        if self.table.is_empty():
             return pl.DataFrame({"episode": [], "steps": [], "return": [], "ended": []})
-        return self.frame.group_by("episode", maintain_order=True).agg(
+        return self.table.group_by("episode", maintain_order=True).agg(
             pl.col("env_index").first(),
             (pl.col("step").max()).alias("steps"),
             pl.col("return").last(),
@@ -123,14 +131,14 @@ class Trajectory:
         )
 
     def __len__(self) -> int:
-        return self.frame.height
+        return self.table.height
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self.frame.iter_rows(named=True))
+        return iter(self.table.iter_rows(named=True))
 
     def __repr__(self) -> str:
         env = self.metadata.get("env_id", "?")
-        return f"<Trajectory {env}: {len(self.episodes)} episode(s), {self.frame.height} rows>"
+        return f"<Trajectory {env}: {len(self.episodes)} episode(s), {self.table.height} rows>"
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write Parquet (zstd) with the metadata, atomically: a temporary file, then a rename.
@@ -141,7 +149,7 @@ class Trajectory:
         metadata = json.dumps({**self.metadata, "format_version": FORMAT_VERSION}, default=str)
         return write_atomically(
             path,
-            lambda temporary: self.frame.write_parquet(temporary, metadata={_METADATA_KEY: metadata}),
+            lambda temporary: self.table.write_parquet(temporary, metadata={_METADATA_KEY: metadata}),
             what="the recording",
         )
 
@@ -186,14 +194,16 @@ def load_trajectory(path: str | os.PathLike[str]) -> Trajectory:
             f"{path} was written by a newer openenv_lab (trajectory format {version}; this one reads up to "
             f"{FORMAT_VERSION}): upgrade openenv_lab to read it"
         )
-    frame = pl.read_parquet(path)
-    missing = [column for column in BASE_COLUMNS if column not in frame.columns]
-    if frame.height and missing:  # an empty recording has no columns at all
+    table = pl.read_parquet(path)
+    if version < 2 and "frame_png" in table.columns:  # format 1 named the Atari screens so
+        table = table.rename({"frame_png": "screen_png"})
+    missing = [column for column in BASE_COLUMNS if column not in table.columns]
+    if table.height and missing:  # an empty recording has no columns at all
         raise TrajectoryFormatError(
             f"{path} has openenv_lab metadata but not the columns of a trajectory: {', '.join(missing)} "
             "missing (the file was changed after Trajectory.save, or written by other code)"
         )
-    return Trajectory(frame, metadata)
+    return Trajectory(table, metadata)
 
 
 def _parse_metadata(path: Path, text: str) -> dict[str, Any]:

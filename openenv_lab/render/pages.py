@@ -56,7 +56,7 @@ def trajectory_html(
             "<p><i>Empty trajectory: nothing was recorded yet (reset and step the environment first).</i></p>"
         )
     number = trajectory.episodes[0] if episode is None else episode
-    rows = trajectory.episode(number).frame
+    rows = trajectory.episode(number).table
     family = trajectory.family
     renderer = renderer_for(family)
     metadata = trajectory.metadata
@@ -64,7 +64,7 @@ def trajectory_html(
     static_main = family == "finrl"  # one equity curve for every step (no per-step redraw)
     # Estimate the page from a few steps spread over the episode, then keep every k-th step if needed.
     probes = sorted({round(k * (rows.height - 1) / 19) for k in range(20)})
-    sampled = [_frame(renderer, rows, i, metadata, static_main) for i in probes]
+    sampled = [_step(renderer, rows, i, metadata, static_main) for i in probes]
     per_step = len(json.dumps(sampled)) / len(probes)
     estimate = per_step * rows.height
     stride = 1
@@ -76,8 +76,8 @@ def trajectory_html(
             )
         stride = int(-(-estimate // max_bytes))
     while True:
-        frames = [_frame(renderer, rows, i, metadata, static_main) for i in range(0, rows.height, stride)]
-        if len(json.dumps(frames)) <= max_bytes or stride >= rows.height:
+        steps = [_step(renderer, rows, i, metadata, static_main) for i in range(0, rows.height, stride)]
+        if len(json.dumps(steps)) <= max_bytes or stride >= rows.height:
             break
         stride *= 2  # the estimate was short: halve again
     note = ""
@@ -86,10 +86,10 @@ def trajectory_html(
     header = equity_curve_html(rows, cursor=None, metadata=metadata) if static_main else ""
     heading = f"{metadata.get('env_id', 'trajectory')} · episode {number}"
     title = f"{title} · {heading}" if title else heading
-    return _page(title, header, frames, note, fps)
+    return _page(title, header, steps, note, fps)
 
 
-def _frame(
+def _step(
     renderer: Any, rows: Any, index: int, metadata: dict[str, Any], static_main: bool
 ) -> dict[str, str]:
     panes = renderer(rows, index, metadata, main=not static_main)
@@ -101,9 +101,9 @@ def _frame(
     }
 
 
-def _page(title: str, header: str, frames: list[dict[str, str]], note: str, fps: int) -> str:
+def _page(title: str, header: str, steps: list[dict[str, str]], note: str, fps: int) -> str:
     uid = "oel" + uuid.uuid4().hex[:8]
-    data = json.dumps(frames).replace("</", "<\\/")  # never close the script element early
+    data = json.dumps(steps).replace("</", "<\\/")  # never close the script element early
     delay = max(20, int(1000 / max(1, fps)))
     return f"""<div id="{uid}" style="font-family:sans-serif">
 <div style="font-weight:600;margin-bottom:4px">{html.escape(title)}</div>
@@ -114,15 +114,15 @@ def _page(title: str, header: str, frames: list[dict[str, str]], note: str, fps:
 </div>
 <div style="margin-top:6px">
   <button class="play">&#9654; play</button>
-  <input class="scrub" type="range" min="0" max="{len(frames) - 1}" value="0" style="width:320px">
+  <input class="scrub" type="range" min="0" max="{len(steps) - 1}" value="0" style="width:320px">
   <span class="label"></span>
 </div>
 <script>
 (function() {{
-  var root = document.getElementById("{uid}"), frames = {data}, timer = null;
+  var root = document.getElementById("{uid}"), steps = {data}, timer = null;
   var scrub = root.querySelector(".scrub"), button = root.querySelector(".play");
   function show(i) {{
-    var f = frames[i];
+    var f = steps[i];
     root.querySelector(".main").innerHTML = f.main;
     root.querySelector(".side").innerHTML = f.side;
     root.querySelector(".table").innerHTML = f.table;
@@ -133,7 +133,7 @@ def _page(title: str, header: str, frames: list[dict[str, str]], note: str, fps:
     if (timer) {{ clearInterval(timer); timer = null; button.innerHTML = "&#9654; play"; return; }}
     button.innerHTML = "&#10074;&#10074; pause";
     timer = setInterval(function() {{
-      if (+scrub.value >= frames.length - 1) {{ scrub.value = 0; }} else {{ scrub.value = +scrub.value + 1; }}
+      if (+scrub.value >= steps.length - 1) {{ scrub.value = 0; }} else {{ scrub.value = +scrub.value + 1; }}
       show(+scrub.value);
     }}, {delay});
   }});

@@ -1,7 +1,7 @@
 """How each environment family draws one recorded step: HTML for the viewer's panes, from rows only.
 
-A renderer turns an episode's rows (a polars frame) and a step index into two HTML fragments: ``main``
-(the board, the frame, the equity curve) and ``side`` (the move list, lives and score, holdings); with
+A renderer turns an episode's rows (a polars table) and a step index into two HTML fragments: ``main``
+(the board, the screen, the equity curve) and ``side`` (the move list, lives and score, holdings); with
 ``main=False`` it may skip the main pane (the static export draws FinRL's curve once, not per step). The live
 widget and the static HTML export use the same fragments, so both show the same thing. Renderers never
 talk to servers: everything comes from the recorded columns and the trajectory's metadata.
@@ -149,15 +149,15 @@ def _cached_move_list(fens: tuple[Any, ...], moves: tuple[Any, ...], replies: tu
 @register_renderer("atari")
 def atari_panes(episode: pl.DataFrame, index: int, metadata: dict[str, Any], *, main: bool = True) -> Panes:
     row = episode.row(index, named=True)
-    png = row.get("frame_png")
+    png = row.get("screen_png")
     if png:
         encoded = base64.b64encode(png).decode("ascii")
         main = (
             f'<img src="data:image/png;base64,{encoded}" width="320" '
-            'style="image-rendering:pixelated;image-rendering:crisp-edges" alt="Atari frame">'
+            'style="image-rendering:pixelated;image-rendering:crisp-edges" alt="Atari screen">'
         )
     else:
-        main = "<p>(no frame recorded: RAM observations)</p>"
+        main = "<p>(no screen recorded: RAM observations)</p>"
     action = row["action_label"] or "reset"
     side = (
         f'<div style="font:13px sans-serif"><b>{html.escape(str(metadata.get("game", "")))}</b><br>'

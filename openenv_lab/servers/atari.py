@@ -2,7 +2,7 @@
 
 Wire-compatible with the official ``atari_env``: action ``{"action_id": int, ...}`` (an index into the
 game's action set; the official client's extra ``game_name``/``obs_type``/``full_action_space`` fields are
-accepted and ignored), observation ``screen`` (the frame as a flat list of ints), ``screen_shape``,
+accepted and ignored), observation ``screen`` (the screen as a flat list of ints), ``screen_shape``,
 ``legal_actions``, ``lives``, ``episode_frame_number``, ``frame_number`` plus ``done``/``reward``.
 Additions, invisible to clients that do not ask for them:
 
@@ -10,15 +10,15 @@ Additions, invisible to clients that do not ask for them:
   ``grayscale``, ``ram``), ``frameskip``, ``repeat_action_probability`` (sticky actions),
   ``full_action_space``, ``mode``, ``difficulty``, ``max_num_frames_per_episode``;
 - ``reset(seed=s)`` seeds the ALE exactly as gymnasium's ``ALE/...-v5`` environments do, so the same
-  seed and actions give the same frames as ``gym.make("ALE/Pong-v5")``; the seed is echoed in metadata;
-- compact frames: ``reset(frame_encoding="zlib")`` (or ``"raw"``) makes every observation of the
-  session carry the frame as base64 in ``screen_b64`` (zlib-compressed or raw bytes) with ``screen``
+  seed and actions give the same screens as ``gym.make("ALE/Pong-v5")``; the seed is echoed in metadata;
+- compact screens: ``reset(screen_encoding="zlib")`` (or ``"raw"``) makes every observation of the
+  session carry the screen as base64 in ``screen_b64`` (zlib-compressed or raw bytes) with ``screen``
   left empty: about 1 KB instead of 450 KB of JSON for Pong, and no 30 ms of JSON work per step.
-  ``frame_encoding="delta"`` sends only the pixels that changed since the frame sent before
-  (``screen_encoding="delta"``, with ``screen_base`` the ``frame_number`` of that frame; layout in
-  ``openenv_lab.screen_delta``), and a whole zlib frame after a reset or when much of the screen changed:
+  ``screen_encoding="delta"`` sends only the pixels that changed since the screen sent before (a screen
+  delta: ``screen_encoding="delta"``, with ``screen_base`` the ``frame_number`` of that screen; layout in
+  ``openenv_lab.screen_delta``), and a whole zlib screen after a reset or when much of it changed:
   about as small as zlib, and cheaper to make and to read. The reset metadata lists the encodings offered
-  (``frame_encodings``), so clients can pick the best one the server has;
+  (``screen_encodings``), so clients can pick the best one the server has;
 - metadata says why an episode ended: ``end_reason`` is ``game_over`` (a real end) or ``frame_limit``
   (``max_num_frames_per_episode`` reached: a truncation). Action meanings (``NOOP``, ``FIRE``...) are in
   the reset metadata.
@@ -47,7 +47,7 @@ from ._base import Action, Observation, ServerEnvironment, State
 __all__ = ["AtariAction", "AtariEnvironment", "AtariObservation", "AtariState", "available_games", "make_app"]
 
 OBS_TYPES = ("rgb", "grayscale", "ram")
-FRAME_ENCODINGS = ("json", "raw", "zlib", "delta")
+SCREEN_ENCODINGS = ("json", "raw", "zlib", "delta")
 #: gymnasium's ALE/...-v5 limit: 108,000 frames (30 minutes of play at 60 frames per second).
 DEFAULT_MAX_FRAMES = 108_000
 
@@ -70,20 +70,20 @@ class AtariAction(Action):
 class AtariObservation(Observation):
     """The screen (or RAM) after the step, and the game's counters."""
 
-    screen: list[int] = Field(default_factory=list, description="The frame, flattened row-major")
+    screen: list[int] = Field(default_factory=list, description="The screen, flattened row-major")
     screen_shape: list[int] = Field(default_factory=list, description="[210, 160, 3], [210, 160] or [128]")
     legal_actions: list[int] = Field(default_factory=list, description="Valid action_id values")
     lives: int = 0
     episode_frame_number: int = 0
     frame_number: int = 0
     screen_b64: str | None = Field(
-        default=None, description="With frame_encoding raw, zlib or delta: the frame's bytes in base64"
+        default=None, description="With screen_encoding raw, zlib or delta: the screen's bytes in base64"
     )
     screen_encoding: str | None = Field(
         default=None, description="'raw', 'zlib' or 'delta' when screen_b64 is set"
     )
     screen_base: int | None = Field(
-        default=None, description="For a delta: the frame_number of the frame it applies to"
+        default=None, description="For a delta: the frame_number of the screen it applies to"
     )
 
 
@@ -129,8 +129,8 @@ class AtariEnvironment(ServerEnvironment):
         self._settings = dict(self._defaults)
         self._actions: list[Any] = []
         self._encoding = "json"
-        # For delta frames: the last screen sent (palette indices, or RAM) and its frame_number, and the
-        # colours of the palette indices seen so far (learnt from whole frames).
+        # For screen deltas: the last screen sent (palette indices, or RAM) and its frame_number, and the
+        # colours of the palette indices seen so far (learnt from whole screens).
         self._sent: tuple[np.ndarray, int] | None = None
         self._palette: np.ndarray | None = None
         self._known = np.zeros(256, dtype=bool)
@@ -143,18 +143,18 @@ class AtariEnvironment(ServerEnvironment):
         self,
         seed: int | None = None,
         episode_id: str | None = None,
-        frame_encoding: str = "json",
+        screen_encoding: str = "json",
         **settings: Any,
     ) -> AtariObservation:
         unknown = set(settings) - set(self._defaults)
         if unknown:
             raise ValueError(
                 f"Unknown reset option(s) {sorted(unknown)}; the Atari server takes seed, episode_id, "
-                f"frame_encoding and {', '.join(self._defaults)}"
+                f"screen_encoding and {', '.join(self._defaults)}"
             )
-        if frame_encoding not in FRAME_ENCODINGS:
+        if screen_encoding not in SCREEN_ENCODINGS:
             raise ValueError(
-                f"frame_encoding must be one of {', '.join(FRAME_ENCODINGS)}, got {frame_encoding!r}"
+                f"screen_encoding must be one of {', '.join(SCREEN_ENCODINGS)}, got {screen_encoding!r}"
             )
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
@@ -164,8 +164,8 @@ class AtariEnvironment(ServerEnvironment):
         ale = self._ale
         assert ale is not None
         ale.reset_game()
-        self._encoding = frame_encoding
-        self._sent = None  # a new episode starts with a whole frame
+        self._encoding = screen_encoding
+        self._sent = None  # a new episode starts with a whole screen
         self._palette, self._palette_ok = None, True  # the ROM or obs_type may have changed
         self._state = AtariState(
             episode_id=episode_id or str(uuid.uuid4()),
@@ -183,8 +183,8 @@ class AtariEnvironment(ServerEnvironment):
             "game_name": chosen["game"],
             "action_meanings": [action.name for action in self._actions],
             "frameskip": chosen["frameskip"],
-            "frame_encoding": frame_encoding,
-            "frame_encodings": list(FRAME_ENCODINGS),
+            "screen_encoding": screen_encoding,
+            "screen_encodings": list(SCREEN_ENCODINGS),
         }
         if seed is not None:
             metadata["seed"] = seed
@@ -211,7 +211,7 @@ class AtariEnvironment(ServerEnvironment):
     def describe(self) -> str:
         return (
             f"The Arcade Learning Environment ({len(available_games())} games), wire-compatible with "
-            "OpenEnv's atari_env, with the game chosen per session, seeded resets and compact frames."
+            "OpenEnv's atari_env, with the game chosen per session, seeded resets and compact screens."
         )
 
     def close(self) -> None:
@@ -262,7 +262,7 @@ class AtariEnvironment(ServerEnvironment):
         self._loaded = key
         self._settings = settings
 
-    def _frame(self) -> np.ndarray:
+    def _screen(self) -> np.ndarray:
         ale = self._ale
         assert ale is not None
         obs_type = self._state.obs_type
@@ -286,13 +286,13 @@ class AtariEnvironment(ServerEnvironment):
             fields["screen_b64"] = base64.b64encode(data).decode("ascii")
             fields["screen_encoding"] = "delta"
         else:
-            frame = self._frame()
-            shape = frame.shape
+            screen = self._screen()
+            shape = screen.shape
             if self._encoding == "json":
-                fields["screen"] = frame.reshape(-1).tolist()
+                fields["screen"] = screen.reshape(-1).tolist()
             else:
-                data = frame.tobytes()
-                encoding = "zlib" if self._encoding == "delta" else self._encoding  # a whole frame
+                data = screen.tobytes()
+                encoding = "zlib" if self._encoding == "delta" else self._encoding  # a whole screen
                 if encoding == "zlib":
                     data = zlib.compress(data, 1)
                 fields["screen_b64"] = base64.b64encode(data).decode("ascii")
@@ -310,11 +310,11 @@ class AtariEnvironment(ServerEnvironment):
         )
 
     def _delta(self, frame_number: int) -> tuple[bytes, tuple[int, ...], int] | None:
-        """The changes since the last frame sent: the delta, the frame's shape and the frame_number the
-        delta applies to. None when a whole frame should go (a new episode, too many changes).
+        """The changes since the last screen sent: the delta, the screen's shape and the frame_number the
+        delta applies to. None when a whole screen should go (a new episode, too many changes).
 
         Screens are compared as the ALE's palette indices (``getScreen``), a third of the bytes of RGB and
-        no RGB frame to render: 4 us instead of the 50 us of ``getScreenRGB``.
+        no RGB screen to render: 4 us instead of the 50 us of ``getScreenRGB``.
         """
         ale = self._ale
         assert ale is not None
@@ -336,20 +336,20 @@ class AtariEnvironment(ServerEnvironment):
         codes = screen.reshape(-1)[touched]
         if self._palette is not None and self._known[codes].all():
             return self._palette[codes]
-        # A colour not seen yet: render the whole frame and learn the colour of every index on it.
-        frame = self._frame().reshape(screen.size, -1)
+        # A colour not seen yet: render the whole screen and learn the colour of every index on it.
+        pixels = self._screen().reshape(screen.size, -1)
         if self._palette_ok:
             flat = screen.reshape(-1)
             if self._palette is None:
-                self._palette = np.zeros((256, frame.shape[1]), dtype=np.uint8)
+                self._palette = np.zeros((256, pixels.shape[1]), dtype=np.uint8)
                 self._known[:] = False
-            self._palette[flat] = frame
+            self._palette[flat] = pixels
             # One colour per index is what the ALE does (without colour averaging); if not, stop learning.
-            self._palette_ok = bool((self._palette[flat] == frame).all())
+            self._palette_ok = bool((self._palette[flat] == pixels).all())
             self._known[flat] = self._palette_ok
             if not self._palette_ok:
                 self._palette = None
-        return frame[touched]
+        return pixels[touched]
 
 
 def _check_settings(settings: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@
 - `RewardCurve`: episode returns while training runs (a plain loop or Stable-Baselines3);
 - `openenv_lab.render`: the same replays as self-contained HTML pages, for GitHub and nbviewer.
 
-Widgets read recorded frames only; they never talk to servers.
+Widgets read recorded rows only; they never talk to servers.
 """
 
 from ..render.renderers import register_renderer

@@ -87,7 +87,7 @@ class TrajectoryViewer:
                 widgets.HBox([self.main, self.side, self.table]),
             ]
         )
-        self._rows = trajectory.frame.head(0)
+        self._rows = trajectory.table.head(0)
         self.episode_picker.value = episode if episode is not None else trajectory.episodes[0]
         self._open(self.episode_picker.value)
         self.episode_picker.observe(lambda change: self._open(change["new"]), names="value")
@@ -102,7 +102,7 @@ class TrajectoryViewer:
         self.slider.value = max(self.slider.min, min(self.slider.max, int(value)))
 
     def _open(self, number: int) -> None:
-        self._rows = self.trajectory.episode(number).frame
+        self._rows = self.trajectory.episode(number).table
         last = max(0, self._rows.height - 1)
         self.play.max = self.slider.max = last
         self.play.value = self.slider.value = 0
@@ -174,7 +174,7 @@ def _as_trajectory(source: Any) -> Trajectory:
     if isinstance(source, pl.DataFrame):
         return Trajectory(source)
     raise TypeError(
-        "show() takes a Trajectory, a Parquet path, a recording wrapper or a polars frame, "
+        "show() takes a Trajectory, a Parquet path, a recording wrapper or a polars table, "
         f"not {type(source).__name__}"
     )
 

@@ -1,4 +1,4 @@
-"""Envelope normalisation and error frames, on frames written as each server version sends them."""
+"""Envelope normalisation and error messages, on messages written as each server version sends them."""
 
 from __future__ import annotations
 

@@ -231,7 +231,7 @@ def test_an_interrupted_request_closes_the_session(hanging_counter):
 
 
 def test_an_interrupt_while_the_request_is_sent_closes_the_session():
-    # The server stops reading: a large step blocks in the send, where Ctrl+C lands. Part of the frame
+    # The server stops reading: a large step blocks in the send, where Ctrl+C lands. Part of the message
     # may have gone, or all of it with its reply to follow: either way the session cannot go on.
     with MuteServer(answer_first=True) as server:
         session = Session(server.url, timeouts=Timeouts(request=30))
@@ -240,7 +240,7 @@ def test_an_interrupt_while_the_request_is_sent_closes_the_session():
             raise KeyboardInterrupt
 
         previous = signal.signal(signal.SIGALRM, interrupt)
-        signal.setitimer(signal.ITIMER_REAL, 1.0)  # encoding the frame takes a few ms, sending it forever
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # encoding the message takes a few ms, sending it forever
         try:
             with pytest.raises(KeyboardInterrupt):
                 session.step({"message": "x" * (8 * 1024 * 1024)})

@@ -1,4 +1,4 @@
-"""``gym.make("openenv/atari")``: frames, seeds and wrappers exactly as ``ALE/Pong-v5`` gives them."""
+"""``gym.make("openenv/atari")``: screens, seeds and wrappers exactly as ``ALE/Pong-v5`` gives them."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_spaces_and_info(pong):
 
 
 @pytest.mark.parametrize("sticky", [0.0, 0.25])
-def test_same_seed_and_actions_give_ales_own_frames(sticky):
+def test_same_seed_and_actions_give_ales_own_screens(sticky):
     ours = gym.make("openenv/atari", game="pong", repeat_action_probability=sticky)
     ale = gym.make("ALE/Pong-v5", repeat_action_probability=sticky)
     obs_ours, _ = ours.reset(seed=7)
@@ -108,9 +108,9 @@ def test_other_observation_types(obs_type, shape):
 
 
 @pytest.mark.parametrize("encoding", ["delta", "zlib", "raw"])
-def test_every_frame_encoding_decodes_to_the_same_frames(encoding):
-    plain = gym.make("openenv/atari", game="pong", frame_encoding="json", max_num_frames_per_episode=120)
-    other = gym.make("openenv/atari", game="pong", frame_encoding=encoding, max_num_frames_per_episode=120)
+def test_every_screen_encoding_decodes_to_the_same_screens(encoding):
+    plain = gym.make("openenv/atari", game="pong", screen_encoding="json", max_num_frames_per_episode=120)
+    other = gym.make("openenv/atari", game="pong", screen_encoding=encoding, max_num_frames_per_episode=120)
     np.testing.assert_array_equal(plain.reset(seed=2)[0], other.reset(seed=2)[0])
     for step in range(45):  # the frame limit ends an episode after 30 steps: a reset in the middle
         a, b = plain.step(step % 6), other.step(step % 6)
@@ -122,10 +122,10 @@ def test_every_frame_encoding_decodes_to_the_same_frames(encoding):
     other.close()
 
 
-def test_frames_travel_as_deltas_by_default(pong):
+def test_screens_travel_as_deltas_by_default(pong):
     _, info = pong.reset(seed=0)
     assert info["raw_observation"]["screen_encoding"] == "zlib"  # a new episode starts whole
-    pong.step(0)  # Pong's first step draws the court: a whole frame
+    pong.step(0)  # Pong's first step draws the court: a whole screen
     for action in range(6):
         number = pong.step(action)[4]["frame_number"]
         _, _, _, _, info = pong.step(action)
@@ -136,25 +136,25 @@ def test_frames_travel_as_deltas_by_default(pong):
 def test_a_delta_out_of_step_is_a_clear_error():
     env = gym.make("openenv/atari", game="pong")
     env.reset(seed=0)
-    env.step(0)  # a whole frame (Pong draws its court)
+    env.step(0)  # a whole screen (Pong draws its court)
     env.unwrapped.adapter._frame_number = -1  # as if a frame had been lost
     with pytest.raises(openenv_lab.ProtocolError, match=r"out of step\. Reset the env"):
         env.step(0)
     env.close()
 
 
-def test_an_unknown_frame_encoding_fails_at_make():
-    with pytest.raises(ValueError, match="frame_encoding must be one of auto, delta, zlib, raw, json"):
-        gym.make("openenv/atari", game="pong", frame_encoding="png")
+def test_an_unknown_screen_encoding_fails_at_make():
+    with pytest.raises(ValueError, match="screen_encoding must be one of auto, delta, zlib, raw, json"):
+        gym.make("openenv/atari", game="pong", screen_encoding="png")
 
 
-def test_compact_frames_are_small_on_the_wire(pong):
+def test_compact_screens_are_small_on_the_wire(pong):
     pong.reset(seed=0)
     session: Session = pong.unwrapped.session
     before = session.bytes_received
     for _ in range(10):
         pong.step(0)
-    assert (session.bytes_received - before) / 10 < 5_000  # JSON lists are ~450 KB per Pong frame
+    assert (session.bytes_received - before) / 10 < 5_000  # JSON lists are ~450 KB per Pong screen
 
 
 def test_frame_limit_truncates_and_game_over_terminates():
@@ -190,7 +190,7 @@ def test_check_env_passes():
     env.close()
 
 
-def test_render_returns_the_frame():
+def test_render_returns_the_screen():
     env = gym.make("openenv/atari", game="pong", render_mode="rgb_array")
     obs, _ = env.reset(seed=0)
     np.testing.assert_array_equal(env.render(), obs)

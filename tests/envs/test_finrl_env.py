@@ -125,11 +125,11 @@ def test_stable_baselines3_ppo_trains_on_it():
     env.close()
 
 
-def test_the_polars_frame_is_available_for_analysis():
+def test_the_polars_table_is_available_for_analysis():
     from openenv_lab.market import MarketData
 
     market = MarketData.from_prices(synthetic_prices(tickers=2, days=120, seed=0))
-    assert isinstance(market.frame, pl.DataFrame) and "rsi_30" in market.frame.columns
+    assert isinstance(market.table, pl.DataFrame) and "rsi_30" in market.table.columns
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])

@@ -35,33 +35,33 @@ def test_chess_rows(chess_url):
     env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", agent_color="white", max_moves=8))
     play_chess(env, seed=0)
     play_chess(env, seed=1)
-    frame = env.trajectory.frame
+    table = env.trajectory.table
     env.close()
-    assert frame["episode"].to_list() == [0] * 5 + [1] * 5
-    assert frame["step"].to_list() == [0, 1, 2, 3, 4] * 2
-    first = frame.row(0, named=True)
+    assert table["episode"].to_list() == [0] * 5 + [1] * 5
+    assert table["step"].to_list() == [0, 1, 2, 3, 4] * 2
+    first = table.row(0, named=True)
     assert first["action"] is None and first["action_label"] is None and first["seed"] == 0
     assert first["fen"].startswith("rnbqkbnr/pppppppp")
-    second = frame.row(1, named=True)
+    second = table.row(1, named=True)
     assert second["action_label"] == f"{second['move']} ({second['action_label'].split('(')[1][:-1]})"
     assert second["opponent_move"] is not None and second["latency_ms"] > 0
-    assert frame.filter(pl.col("step") == 4)["truncated"].to_list() == [True, True]
-    assert frame.filter(pl.col("step") == 4)["end_reason"].to_list() == ["move_limit"] * 2
-    returns = frame.group_by("episode").agg(pl.col("reward").sum(), pl.col("return").last())
+    assert table.filter(pl.col("step") == 4)["truncated"].to_list() == [True, True]
+    assert table.filter(pl.col("step") == 4)["end_reason"].to_list() == ["move_limit"] * 2
+    returns = table.group_by("episode").agg(pl.col("reward").sum(), pl.col("return").last())
     assert (returns["reward"] == returns["return"]).all()
 
 
-def test_atari_frames_are_png_bytes_of_the_observation():
+def test_atari_screens_are_png_bytes_of_the_observation():
     env = openenv_lab.RecordTrajectory(gym.make("openenv/atari", game="pong"))
     obs, _ = env.reset(seed=0)
     for action in (1, 2, 3):
         obs, *_ = env.step(action)
-    frame = env.trajectory.frame
+    table = env.trajectory.table
     env.close()
-    assert frame.schema["frame_png"] == pl.Binary
-    decoded = np.asarray(Image.open(io.BytesIO(frame["frame_png"][-1])))
+    assert table.schema["screen_png"] == pl.Binary
+    decoded = np.asarray(Image.open(io.BytesIO(table["screen_png"][-1])))
     np.testing.assert_array_equal(decoded, obs)
-    assert frame["action_label"].to_list()[1:] == ["FIRE", "RIGHT", "LEFT"]
+    assert table["action_label"].to_list()[1:] == ["FIRE", "RIGHT", "LEFT"]
     assert env.trajectory.metadata["action_meanings"][0] == "NOOP"
 
 
@@ -71,22 +71,22 @@ def test_finrl_rows_and_metadata():
     env.step(np.array([1.0, 0, 0, 0, 0], dtype=np.float32))
     trajectory = env.trajectory
     env.close()
-    row = trajectory.frame.row(1, named=True)
+    row = trajectory.table.row(1, named=True)
     assert row["action_label"] == "ALFA +100"
     assert row["holdings"] == [100, 0, 0, 0, 0] and len(row["close"]) == 5
-    assert row["date"] > trajectory.frame.row(0, named=True)["date"]
+    assert row["date"] > trajectory.table.row(0, named=True)["date"]
     assert trajectory.metadata["tickers"] == ["ALFA", "BRVO", "CHRL", "DLTA", "ECHO"]
     assert json.loads(row["action"]) == [1.0, 0.0, 0.0, 0.0, 0.0]
 
 
-def test_save_and_load_give_back_the_same_frame_and_metadata(tmp_path, chess_url):
+def test_save_and_load_give_back_the_same_table_and_metadata(tmp_path, chess_url):
     env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=6))
     play_chess(env, seed=3)
     trajectory = env.trajectory
     env.close()
     path = trajectory.save(tmp_path / "runs" / "chess.parquet")
     loaded = load_trajectory(path)
-    assert loaded.frame.equals(trajectory.frame)
+    assert loaded.table.equals(trajectory.table)
     metadata = loaded.metadata
     assert metadata["format_version"] == FORMAT_VERSION
     assert metadata["env_id"] == "openenv/chess" and metadata["base_url"] == chess_url
@@ -160,12 +160,12 @@ def test_vector_recording_matches_single_env_recordings(chess_url, mode):
     for _ in range(4):  # episodes last 3 steps: this crosses an autoreset
         actions = np.array([int(np.flatnonzero(m)[0]) if m.any() else 0 for m in obs["action_mask"]])
         obs, *_ = envs.step(actions)
-    recorded = envs.trajectory.frame
+    recorded = envs.trajectory.table
     envs.close()
     for index in (0, 1):
         single = openenv_lab.RecordTrajectory(gym.make("openenv/chess", **options))
         play_chess(single, seed=10 + index, steps=3)
-        expected = single.trajectory.frame.filter(pl.col("episode") == 0)
+        expected = single.trajectory.table.filter(pl.col("episode") == 0)
         single.close()
         mine = recorded.filter(
             (pl.col("env_index") == index)
@@ -195,9 +195,9 @@ def test_gymnasiums_sync_vector_env_is_recorded_too(chess_url):
     )
     obs, _ = envs.reset(seed=0)
     envs.step(np.array([int(np.flatnonzero(m)[0]) for m in obs["action_mask"]]))
-    frame = envs.trajectory.frame
+    table = envs.trajectory.table
     envs.close()
-    assert frame.height == 4 and "fen" in frame.columns and frame["action_label"][2].endswith(")")
+    assert table.height == 4 and "fen" in table.columns and table["action_label"][2].endswith(")")
 
 
 def test_summary_and_episode_selection(chess_url):
@@ -208,7 +208,7 @@ def test_summary_and_episode_selection(chess_url):
     env.close()
     summary = trajectory.summary()
     assert summary["episode"].to_list() == [0, 1] and summary["ended"].to_list() == ["truncated"] * 2
-    assert trajectory.episode(1).frame["episode"].unique().to_list() == [1]
+    assert trajectory.episode(1).table["episode"].unique().to_list() == [1]
     with pytest.raises(KeyError, match="No episode 7"):
         trajectory.episode(7)
 
@@ -279,7 +279,7 @@ def test_an_action_outside_the_space_gets_the_envs_own_error(chess_url):
         with pytest.raises(ValueError, match="is not in the action space Discrete"):
             env.step(action)
     env.step(first_legal(obs))
-    assert env.trajectory.frame["step"].to_list() == [0, 1]
+    assert env.trajectory.table["step"].to_list() == [0, 1]
 
     def broken(action):
         raise RuntimeError("an adapter bug")
@@ -304,3 +304,18 @@ def test_damaged_trajectory_files_are_refused_at_load(tmp_path):
             load_trajectory(path)
     empty = Trajectory(pl.DataFrame(), {}).save(tmp_path / "empty.parquet")  # nothing recorded yet: fine
     assert load_trajectory(empty).episodes == []
+
+
+def test_a_format_1_recording_loads_with_its_screens_under_todays_name(tmp_path):
+    """Format 1 named Atari's recorded screens ``frame_png``; they load as ``screen_png``."""
+    import json
+
+    from openenv_lab.record.trajectory import BASE_COLUMNS
+
+    row = {column: 0 for column in BASE_COLUMNS} | {"frame_png": b"\x89PNG"}
+    path = tmp_path / "old.parquet"
+    old = {"format_version": 1, "family": "atari", "env_id": "openenv/atari"}
+    pl.DataFrame([row]).write_parquet(path, metadata={"openenv_lab.trajectory": json.dumps(old)})
+    loaded = openenv_lab.load_trajectory(path)
+    assert "screen_png" in loaded.table.columns and "frame_png" not in loaded.table.columns
+    assert loaded.table["screen_png"][0] == b"\x89PNG"

@@ -32,7 +32,7 @@ def test_echo_and_atari_count_their_steps():
     assert _valid(echo.state).step_count == 3
 
     atari = AtariEnvironment()
-    atari.reset(seed=0, frame_encoding="delta")
+    atari.reset(seed=0, screen_encoding="delta")
     for _ in range(4):
         atari.step(AtariAction(action_id=1))
     assert _valid(atari.state).step_count == 4

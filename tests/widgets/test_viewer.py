@@ -29,7 +29,7 @@ def chess_trajectory(chess_url) -> Trajectory:
 
 def test_show_accepts_a_trajectory_a_path_a_wrapper_and_a_frame(chess_trajectory, tmp_path):
     path = chess_trajectory.save(tmp_path / "t.parquet")
-    for source in (chess_trajectory, path, str(path), chess_trajectory.frame):
+    for source in (chess_trajectory, path, str(path), chess_trajectory.table):
         viewer = show(source)
         assert isinstance(viewer, TrajectoryViewer)
     with pytest.raises(TypeError, match="show\\(\\) takes"):
@@ -38,7 +38,7 @@ def test_show_accepts_a_trajectory_a_path_a_wrapper_and_a_frame(chess_trajectory
 
 def test_slider_play_buttons_and_panes(chess_trajectory):
     viewer = show(chess_trajectory)
-    last = chess_trajectory.episode(0).frame.height - 1
+    last = chess_trajectory.episode(0).table.height - 1
     assert (viewer.slider.max, viewer.play.max) == (last, last)
     board_at_start = viewer.main.value
     viewer.play.value = 3  # what pressing Play does, tick by tick: the link moves the slider
@@ -61,7 +61,7 @@ def test_episode_picker_switches_episodes(chess_trajectory):
     viewer.step = 2
     viewer.episode_picker.value = 1
     assert viewer.step == 0
-    assert viewer.slider.max == chess_trajectory.episode(1).frame.height - 1
+    assert viewer.slider.max == chess_trajectory.episode(1).table.height - 1
 
 
 def test_an_empty_recording_gives_a_message(chess_url):
@@ -121,7 +121,7 @@ def test_static_html_is_self_contained(chess_trajectory, tmp_path):
     text = (tmp_path / "replay.html").read_text()
     assert text.startswith("<!doctype html>") and page in text
     assert 'src="http' not in text and "<script src" not in text and "<link" not in text  # nothing to fetch
-    steps = chess_trajectory.episode(0).frame.height
+    steps = chess_trajectory.episode(0).table.height
     assert text.count('"step": "') == steps  # every step is in the page ...
     assert text.count("<svg") == steps  # ... with its board
     assert chess_trajectory._repr_html_().startswith("<div")
@@ -134,7 +134,7 @@ def test_a_comparison_is_one_static_page_too(chess_trajectory, tmp_path):
     page = comparison.to_html(tmp_path / "pair.html")
     assert page in (tmp_path / "pair.html").read_text()
     assert "random · openenv/chess · episode 0" in page and "trained · openenv/chess · episode 1" in page
-    steps = sum(chess_trajectory.episode(n).frame.height for n in (0, 1))
+    steps = sum(chess_trajectory.episode(n).table.height for n in (0, 1))
     assert page.count("<script>") == 2 and page.count('"step": "') == steps  # both replays, every step
     unlabelled = Comparison(TrajectoryViewer(chess_trajectory), TrajectoryViewer(chess_trajectory)).to_html()
     assert unlabelled.count(">openenv/chess · episode 0<") == 2
