@@ -51,10 +51,10 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     throughput = report["env_throughput"]
     assert set(throughput["atari_steps_per_s"]) == {
         "in-process ALE/Pong-v5",
-        "openenv/atari, delta frames",
-        "openenv/atari, zlib frames",
-        "openenv/atari, raw frames",
-        "openenv/atari, JSON frames",
+        "openenv/atari, screen deltas",
+        "openenv/atari, zlib screens",
+        "openenv/atari, raw screens",
+        "openenv/atari, JSON screens",
         "openenv/echo: the round trip alone",
     }
     assert all(rate > 0 for rate in throughput["finrl_steps_per_s"].values())
