@@ -1,9 +1,10 @@
 """Skipping optional imports that cost seconds and that nothing of ours uses.
 
 Several libraries import something heavy only to offer an extra we never use: openenv's server framework
-imports Gradio for its web UI (about 4 s), ``jsonschema`` imports ``rfc3987_syntax`` for an "iri" format
-check (compiling lark grammars: about 2.3 s), httpx imports its command-line tool's ``click``, ``rich``
-and ``pygments`` (about 0.1 s). Each treats the module as optional, so we import the library with the
+imports Gradio for its web UI (seconds), ``jsonschema`` imports ``rfc3987_syntax`` for an "iri" format
+check (compiling lark grammars: seconds), httpx imports its command-line tool's ``click``, ``rich`` and
+``pygments`` (a tenth of ``import openenv_lab``). The server start times that follow are measured by
+``benchmarks/fleet.py``. Each treats the module as optional, so we import the library with the
 module hidden (`hidden_module`), then un-hide it: a later ``import`` of the module works as usual.
 What the library built without it stays without it (``httpx.main``, the ``httpx`` command's entry point,
 is httpx's "install httpx[cli]" stub in such a process; the ``httpx`` command itself is unaffected).

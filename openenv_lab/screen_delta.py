@@ -4,8 +4,7 @@ The Atari server finds the changed pixels (`changed_pixels`, on the ALE's palett
 their colours (`pack_delta`); the Atari adapter rebuilds the screen (`apply_delta`); this module is the
 byte layout both sides agree on. Consecutive Atari screens differ in a few hundred pixels (Pong: about
 100 of 33,600), so a delta is about as small as a zlib-compressed screen and much cheaper to make and to
-read (Pong through ``openenv/atari`` runs 1.04-1.27x faster than with zlib screens:
-``benchmarks/env_throughput.py``).
+read (``benchmarks/env_throughput.py`` runs Pong through ``openenv/atari`` with each encoding).
 
 Layout of a delta for a screen of ``pixels`` pixels with ``channels`` bytes each (3 for RGB, 1 for
 grayscale and RAM): ``n`` pixel indices (row-major, little-endian ``uint16``, or ``uint32`` when

@@ -17,7 +17,7 @@ exist, and a seeded reset seeds the emulator and the env's ``np_random`` as ALE'
 ``AtariPreprocessing(gym.make("openenv/atari", game="pong", frameskip=1))`` works and, with the same
 seed and actions, gives the same observations as it does on ``ALE/Pong-v5``.
 
-Seeding: like ALE, only an explicit ``reset(seed=...)`` reseeds (it reloads the ROM, about 0.2 s); later
+Seeding: like ALE, only an explicit ``reset(seed=...)`` reseeds (it reloads the ROM); later
 resets continue the emulator's random stream, so a run is reproducible from its first seed.
 
 Info: ``lives``, ``episode_frame_number``, ``frame_number``, ``end_reason`` at the end (``game_over`` is a
@@ -136,7 +136,7 @@ class AtariAdapter(Adapter):
     Args:
         game: an ALE game id (``"pong"``, ``"breakout"``...); 108 ship with ale-py.
         obs_type: ``"rgb"``, ``"grayscale"`` or ``"ram"``.
-        frameskip: emulator screens per step (4 by default; 1 under ``AtariPreprocessing``).
+        frameskip: emulator frames per step (4 by default; 1 under ``AtariPreprocessing``).
         repeat_action_probability: sticky actions (``ALE/...-v5`` uses 0.25; the default here is 0.0, as
             in OpenEnv's atari_env).
         full_action_space, mode, difficulty, max_num_frames_per_episode: as in ALE.

@@ -43,7 +43,7 @@ def _json_default(value: Any) -> Any:
 
 _dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=_json_default).encode
 
-try:  # pydantic's JSON parser (pydantic comes with openenv): json.loads' values, 2-4x faster on numbers
+try:  # pydantic's JSON parser (pydantic comes with openenv): json.loads' values, faster on numbers
     from pydantic_core import from_json as _fast_loads
 except ImportError:  # pragma: no cover - the client also works without it
     _fast_loads = None

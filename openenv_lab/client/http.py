@@ -19,7 +19,7 @@ from ._urls import http_url, is_loopback
 from .errors import ConnectError, OpenEnvError, ProtocolError, Timeout
 from .session import Session
 
-with hidden_module("click"):  # httpx's command-line tool (click, rich, pygments): 0.1 s we never use
+with hidden_module("click"):  # httpx's command-line tool (click, rich, pygments): never used
     import httpx
 
 __all__ = ["Client"]
@@ -177,5 +177,5 @@ class Client:
 
 @functools.lru_cache(maxsize=1)
 def _ssl_context() -> ssl.SSLContext:
-    """One certificate store per process: loading it costs about 40 ms, far more than a request."""
+    """One certificate store per process: loading it costs far more than a request."""
     return httpx.create_ssl_context()

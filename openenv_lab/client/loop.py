@@ -35,7 +35,7 @@ class LoopThread:
     SETTLE = 5.0
 
     def __init__(self) -> None:
-        try:  # uvloop's event loop does the same work in C, a third of the client's CPU per step
+        try:  # uvloop's event loop does the same work in C, for less of the client's CPU per step
             import uvloop
 
             self.loop = uvloop.new_event_loop()

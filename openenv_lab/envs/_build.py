@@ -1,16 +1,28 @@
-"""What ``make`` needs before any session opens: the adapter, and the launcher that says where the server is.
+"""What ``make`` needs before any session opens: the adapter, the launcher that says where the server is,
+and the checked arguments of vector envs (servers, autoreset mode, reset masks).
 
 Shared by `OpenEnvEnv` and `OpenEnvVectorEnv`, so both refuse the same arguments with the same words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from ..adapters import ADAPTERS, Adapter
 from ..launch import DockerServer, Launcher, RemoteServer, max_sessions_for, shared_embedded_server
 
-__all__ = ["check_render_mode", "make_adapter", "make_launcher"]
+__all__ = [
+    "autoreset_mode",
+    "check_render_mode",
+    "check_reset_mask",
+    "make_adapter",
+    "make_launcher",
+    "server_urls",
+]
 
 
 def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
@@ -86,3 +98,61 @@ def make_launcher(
 
 def _room(server_name: str, sessions: int) -> int | None:
     return max_sessions_for(server_name, sessions) if sessions > 1 else None
+
+
+def server_urls(
+    adapter: Adapter,
+    num_envs: int,
+    base_url: str | None,
+    base_urls: Sequence[str] | None,
+    launcher: str | Launcher,
+    image: str | None,
+) -> tuple[list[str], Launcher | None]:
+    """The servers of a vector env's sessions, and the launcher it owns (to stop on close), if any."""
+    if base_urls is None:
+        server, owned = make_launcher(adapter, base_url, launcher, image, sessions=num_envs)
+        return [server.start()], server if owned else None
+    if base_url is not None:
+        raise ValueError("Pass base_url or base_urls, not both")
+    if image is not None or launcher != "embedded":
+        raise ValueError("base_urls names running servers: drop launcher= and image=, or base_urls")
+    if adapter.server_options:
+        raise ValueError(
+            f"{sorted(adapter.server_options)} configure the embedded server; drop them or the server URLs"
+        )
+    if isinstance(base_urls, (str, bytes)):
+        raise TypeError(f"base_urls takes a list of server URLs; for one server pass base_url={base_urls!r}")
+    urls = list(base_urls)
+    if not urls:
+        raise ValueError("base_urls is empty: give at least one server URL")
+    return urls, None
+
+
+def check_reset_mask(mask: Any, num_envs: int) -> np.ndarray:
+    """``options["reset_mask"]`` checked as ``SyncVectorEnv`` checks it (same errors)."""
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+    if not np.any(mask):
+        raise ValueError(
+            "`options['reset_mask']` must contain a boolean array with at least one True value, got "
+            f"reset_mask={mask}"
+        )
+    return mask
+
+
+def autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
+    """``mode`` as gymnasium's enum: a member, its value (``"NextStep"``) or its name (``"next_step"``)."""
+    if isinstance(mode, str) and not isinstance(mode, AutoresetMode):
+        by_name = {m.name.lower(): m for m in AutoresetMode} | {m.value.lower(): m for m in AutoresetMode}
+        key = mode.strip().lower()
+        if key not in by_name:
+            raise ValueError(f"autoreset_mode={mode!r} is not a mode; use 'next_step' or 'same_step'")
+        mode = by_name[key]
+    mode = AutoresetMode(mode)
+    if mode == AutoresetMode.DISABLED:
+        raise ValueError("autoreset_mode='disabled' is not supported; use 'next_step' or 'same_step'")
+    return mode

@@ -38,8 +38,10 @@ from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult,
 from ..client.pool import open_pool
 from ..client.transport import Reply, Request, Transport
 from ..launch import Launcher
-from ._build import check_render_mode, make_adapter, make_launcher
+from ._build import autoreset_mode as autoreset_mode_of
+from ._build import check_render_mode, check_reset_mask, make_adapter, server_urls
 from ._episode import Episode, retry_after_collecting
+from .attributes import SubEnvironmentAttributes
 from .infos import add_info
 
 __all__ = ["OpenEnvVectorEnv"]
@@ -51,7 +53,7 @@ _HALVES_FROM = 8
 _Decoded = tuple[Any, float, bool, bool, dict[str, Any]]
 
 
-class OpenEnvVectorEnv(VectorEnv):
+class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
     """Many sessions of one OpenEnv environment family as a vector environment.
 
     Args:
@@ -66,8 +68,9 @@ class OpenEnvVectorEnv(VectorEnv):
         copy: return copies of the batched observations (as ``SyncVectorEnv``).
         multiplex: carry all the sessions on one server over one WebSocket when the server offers it
             (``/ws/batch``, which ours do): one message per server and step instead of one per
-            sub-environment, 2-3x the steps/s of a cheap environment. ``False`` opens one connection per
-            session (OpenEnv's ``/ws``), as for servers without the route.
+            sub-environment, which is most of a cheap environment's step (``benchmarks/vector_throughput.py``
+            measures it). ``False`` opens one connection per session (OpenEnv's ``/ws``), as for servers
+            without the route.
         render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
 
     Example:
@@ -113,7 +116,7 @@ class OpenEnvVectorEnv(VectorEnv):
         if isinstance(adapter, Adapter):
             raise TypeError("A vector env needs one adapter per session: pass the adapter's class or name")
         self.num_envs = int(num_envs)
-        self.autoreset_mode = _autoreset_mode(autoreset_mode)
+        self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.copy = copy
         self.adapters = [make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
         first = self.adapters[0]
@@ -126,7 +129,9 @@ class OpenEnvVectorEnv(VectorEnv):
         }
         self.timeouts = Timeouts.of(timeouts)
         self._headers = headers
-        self.base_urls = self._server_urls(first, base_url, base_urls, launcher, image)
+        self.base_urls, self._owned_launcher = server_urls(
+            first, self.num_envs, base_url, base_urls, launcher, image
+        )
         try:
             self._transport = retry_after_collecting(
                 lambda: open_pool(
@@ -188,7 +193,7 @@ class OpenEnvVectorEnv(VectorEnv):
         options = dict(options) if options else None
         indices = range(self.num_envs)
         if options is not None and "reset_mask" in options:
-            mask = _reset_mask(options.pop("reset_mask"), self.num_envs)
+            mask = check_reset_mask(options.pop("reset_mask"), self.num_envs)
             indices = np.flatnonzero(mask).tolist()
         requests = {i: ("reset", self.episodes[i].reset_request(seeds[i], options)) for i in indices}
         self._send(requests)
@@ -319,67 +324,6 @@ class OpenEnvVectorEnv(VectorEnv):
             infos,
         )
 
-    # ------------------------------------------------------------------ sub-environment attributes
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call the method ``name`` of every sub-environment (or read the attribute, if it is not one), as
-        ``SyncVectorEnv.call`` does: e.g. ``envs.call("action_masks")`` for sb3-contrib's masking.
-
-        A sub-environment's attributes are those its single env would expose for the family (chess:
-        ``action_masks``; Atari: ``ale``, ``get_action_meanings``; FinRL: ``layout``, ``tickers``), plus
-        ``action_space``, ``observation_space``, ``np_random``, ``np_random_seed``, ``render_mode``,
-        ``metadata``, ``spec``, ``render``, ``adapter`` and ``base_url``.
-        """
-        results = []
-        for i in range(self.num_envs):
-            value = self._sub_environment_attribute(i, name)
-            results.append(value(*args, **kwargs) if callable(value) else value)
-        return tuple(results)
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """The attribute ``name`` of every sub-environment (methods are called, as gymnasium does)."""
-        return self.call(name)
-
-    def set_attr(self, name: str, values: list[Any] | tuple[Any, ...] | Any) -> None:
-        """Set the attribute ``name`` of every sub-environment: to ``values[i]`` for sub-environment i when
-        ``values`` is a list or tuple, else to ``values`` for all. Only the family's own attributes (those
-        its single env exposes) can be set; the rest belong to the vector env."""
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(
-                "Values must be a list or tuple with length equal to the number of environments. "
-                f"Got `{len(values)}` values for {self.num_envs} environments."
-            )
-        for adapter, value in zip(self.adapters, values, strict=True):
-            if name not in adapter.env_attributes:
-                raise AttributeError(
-                    f"Sub-environments have no attribute {name!r} that can be set; the family's own are "
-                    f"{list(adapter.env_attributes) or 'none'}"
-                )
-            setattr(adapter, name, value)
-
-    def _sub_environment_attribute(self, i: int, name: str) -> Any:
-        adapter = self.adapters[i]
-        if name in adapter.env_attributes:
-            return getattr(adapter, name)
-        shared = {
-            "action_space": lambda: self.single_action_space,
-            "observation_space": lambda: self.single_observation_space,
-            "np_random": lambda: self.episodes[i].np_random,
-            "np_random_seed": lambda: self.episodes[i].np_random_seed,
-            "render_mode": lambda: self.render_mode,
-            "metadata": lambda: self.metadata,
-            "spec": lambda: self.spec,
-            "render": lambda: lambda: adapter.render(self.render_mode) if self.render_mode else None,
-            "adapter": lambda: adapter,
-            "base_url": lambda: self.episodes[i].base_url,
-        }
-        if name not in shared:
-            known = sorted([*adapter.env_attributes, *shared])
-            raise AttributeError(f"Sub-environments have no attribute {name!r}; they have {known}")
-        return shared[name]()
-
     # ------------------------------------------------------------------ the pipeline
 
     def _requests(self, ids: Iterable[int], actions: Any, space: Any, caller: str) -> dict[int, Request]:
@@ -500,36 +444,6 @@ class OpenEnvVectorEnv(VectorEnv):
 
     # ------------------------------------------------------------------ opening and closing
 
-    def _server_urls(
-        self,
-        first: Adapter,
-        base_url: str | None,
-        base_urls: Sequence[str] | None,
-        launcher: str | Launcher,
-        image: str | None,
-    ) -> list[str]:
-        if base_urls is None:
-            server, owned = make_launcher(first, base_url, launcher, image, sessions=self.num_envs)
-            if owned:
-                self._owned_launcher = server
-            return [server.start()]
-        if base_url is not None:
-            raise ValueError("Pass base_url or base_urls, not both")
-        if image is not None or launcher != "embedded":
-            raise ValueError("base_urls names running servers: drop launcher= and image=, or base_urls")
-        if first.server_options:
-            raise ValueError(
-                f"{sorted(first.server_options)} configure the embedded server; drop them or the server URLs"
-            )
-        if isinstance(base_urls, (str, bytes)):
-            raise TypeError(
-                f"base_urls takes a list of server URLs; for one server pass base_url={base_urls!r}"
-            )
-        urls = list(base_urls)
-        if not urls:
-            raise ValueError("base_urls is empty: give at least one server URL")
-        return urls
-
     def _set_up_adapters(self) -> None:
         """Each adapter reads its server (``/schema``, ``/config``...); those that size their spaces from
         data get a probing reset first, all sent at once."""
@@ -592,33 +506,3 @@ def _release(transport: Transport) -> None:
     """
     with contextlib.suppress(RuntimeError):  # the interpreter is shutting down: the sockets go with it
         threading.Thread(target=transport.close, name="openenv-lab-release", daemon=True).start()
-
-
-def _reset_mask(mask: Any, num_envs: int) -> np.ndarray:
-    """``options["reset_mask"]`` checked as ``SyncVectorEnv`` checks it (same errors)."""
-    if not isinstance(mask, np.ndarray):
-        raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
-    if mask.shape != (num_envs,):
-        raise ValueError(f"`options['reset_mask']` must have shape `({num_envs},)`, got {mask.shape}")
-    if mask.dtype != np.bool_:
-        raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
-    if not np.any(mask):
-        raise ValueError(
-            "`options['reset_mask']` must contain a boolean array with at least one True value, got "
-            f"reset_mask={mask}"
-        )
-    return mask
-
-
-def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
-    """``mode`` as gymnasium's enum: a member, its value (``"NextStep"``) or its name (``"next_step"``)."""
-    if isinstance(mode, str) and not isinstance(mode, AutoresetMode):
-        by_name = {m.name.lower(): m for m in AutoresetMode} | {m.value.lower(): m for m in AutoresetMode}
-        key = mode.strip().lower()
-        if key not in by_name:
-            raise ValueError(f"autoreset_mode={mode!r} is not a mode; use 'next_step' or 'same_step'")
-        mode = by_name[key]
-    mode = AutoresetMode(mode)
-    if mode == AutoresetMode.DISABLED:
-        raise ValueError("autoreset_mode='disabled' is not supported; use 'next_step' or 'same_step'")
-    return mode

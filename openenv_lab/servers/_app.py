@@ -23,7 +23,7 @@ __all__ = ["build_app", "import_openenv_server"]
 def import_openenv_server() -> Any:
     """Import ``openenv.core.env_server``, skipping its Gradio web UI when it is not wanted.
 
-    Importing the package pulls in Gradio (about 4 s of the 6 s import) only for the optional web UI,
+    Importing the package pulls in Gradio (most of the import's seconds) only for the optional web UI,
     and the package already treats a missing Gradio as "no web UI". We hide Gradio for the duration of
     the import (unless ``ENABLE_WEB_INTERFACE`` asks for the UI), then un-hide it, so a later
     ``import gradio`` in the same process works as usual.

@@ -27,8 +27,8 @@ class ServerEnvironment(Environment):
 
     Subclasses set `NAME` and `describe()`, keep their state in ``self._state``, and say with
     `step_in_thread` whether a step may be slow. Quick steps run on the server's event loop: the hop to
-    the session's worker thread and back costs about 0.4 ms on the build machine, as much as a whole
-    chess or Atari step, and those steps hold the GIL anyway, so threads would not overlap them. Slow
+    the session's worker thread and back costs about as much as a whole chess or Atari step, and those
+    steps hold the GIL anyway, so threads would not overlap them. Slow
     steps (a chess engine thinking) run in a worker thread so other sessions' traffic keeps moving.
     """
 
@@ -63,7 +63,7 @@ class ServerEnvironment(Environment):
     def _update_state(self, **fields: Any) -> None:
         """Set fields of ``self._state`` to values we computed, without pydantic re-validating them.
 
-        OpenEnv's ``State`` validates every assignment (``validate_assignment``): 2-4 us each, a tenth of
+        OpenEnv's ``State`` validates every assignment (``validate_assignment``), a noticeable share of
         the server's work for a cheap step. Our values already have the declared types, so they go
         straight into the model's field storage, as a validated assignment would leave them.
         """

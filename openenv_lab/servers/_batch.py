@@ -2,7 +2,7 @@
 
 On OpenEnv's ``/ws`` every session is a connection of its own, so a vector step of N sub-environments costs
 the server N WebSocket messages, and on a cheap environment the per-message work (framework, envelopes,
-WebSocket messages: ~100 us) is most of a step. Here one connection holds ``sessions=N`` sessions and one
+the WebSocket itself) is most of a step. Here one connection holds ``sessions=N`` sessions and one
 message carries a request for each sub-environment that steps::
 
     client: {"type": "batch", "data": [{"session": 0, "type": "step", "data": {...}}, ...]}

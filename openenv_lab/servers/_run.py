@@ -48,8 +48,8 @@ def run_server(
     reachable = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
     url = f"http://{f'[{reachable}]' if ':' in reachable else reachable}:{bound_port}"
     # uvicorn's sans-I/O WebSocket protocol (0.35+) speaks the same WebSocket as its default one for
-    # about a third less server CPU per message (an echo step ~105 us instead of ~155 us on the build
-    # machine, benchmarks/vector_throughput.py), and per-message cost is most of a cheap step's.
+    # less server CPU per message, and per-message cost is most of a cheap step's (server CPU per step
+    # is a column of benchmarks/vector_throughput.py).
     config = uvicorn.Config(
         app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on", ws="websockets-sansio"
     )
@@ -78,8 +78,8 @@ def _import_jsonschema_without_iri_format() -> None:
     ``rfc3987_syntax``.
 
     ``jsonschema`` imports ``rfc3987_syntax``, when it is installed (Jupyter installs it), only to offer an
-    optional ``"iri"`` format check, and that import compiles lark grammars: about 2.3 s of every server
-    start on the build machine. Nothing in a server process checks formats, and ``jsonschema`` already
+    optional ``"iri"`` format check, and that import compiles lark grammars: seconds of every server
+    start. Nothing in a server process checks formats, and ``jsonschema`` already
     treats the module as optional, so the server imports it with the module hidden, then un-hides it.
     """
     if "jsonschema" in sys.modules:

@@ -1,0 +1,192 @@
+"""Render the benchmark tables of README.md and ARCHITECTURE.md from the benchmarks' JSON.
+
+The docs never carry a measured figure typed by hand: every figure sits in a block between
+``<!-- benchmark:NAME -->`` and ``<!-- /benchmark:NAME -->``, written by this script from
+``benchmarks/results/harness.json`` (the output of ``python benchmarks/harness.py --json ...``). After a
+new measurement:
+
+    python benchmarks/harness.py --json benchmarks/results/harness.json
+    python scripts/render_benchmarks.py
+
+``--check`` writes nothing and exits with status 1 when a document differs from what it would write
+(the test suite runs it, so docs and JSON cannot drift apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
+DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md")
+BLOCK = re.compile(
+    r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
+)
+
+
+def _number(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if not a or not b:
+        return "-"
+    return f"{a / b:.2f}x"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def step_latency(section: dict[str, Any]) -> str:
+    rows = [
+        [f"`{name}`", _number(row["median_us"]), _number(row["p95_us"]), f"{row['vs_raw']:.2f}x"]
+        for name, row in section["step"].items()
+    ]
+    table = _table(["one chess step through", "median µs", "p95 µs", "vs raw websockets"], rows)
+    makes = (
+        f'`gym.make("openenv/chess")`: {section["cold_make_s"]:.1f} s cold (the server starts), '
+        f"{section['warm_make_median_ms']:.1f} ms warm (median)."
+    )
+    return f"{table}\n\n{makes}"
+
+
+def vector_throughput(section: dict[str, Any]) -> str:
+    parts = []
+    for env, by_size in section["results"].items():
+        sizes = list(by_size)
+        lone = by_size[sizes[0]]["SyncVectorEnv"]["steps_per_s"] if sizes[0] == "1" else None
+        rows = []
+        for n, contenders in by_size.items():
+            ours = contenders["make_vec (ours)"]
+
+            def rate(name: str, contenders: dict[str, Any] = contenders) -> float | None:
+                return contenders.get(name, {}).get("steps_per_s")
+
+            cpu = f"{_number(ours['client_cpu_us_per_step'])} / {_number(ours.get('server_cpu_us_per_step'))}"
+            rows.append(
+                [
+                    n,
+                    _number(ours["steps_per_s"]),
+                    cpu,
+                    _number(rate("make_vec (loop)")),
+                    _number(rate("send/recv (ours)")),
+                    _number(rate("SyncVectorEnv")),
+                    _number(rate("AsyncVectorEnv")),
+                    _ratio(ours["steps_per_s"], lone),
+                    _ratio(ours["steps_per_s"], rate("AsyncVectorEnv")),
+                ]
+            )
+        header = [
+            f"{env}: N",
+            "make_vec steps/s",
+            "client / server µs per step",
+            "on the event loop",
+            "send/recv",
+            "SyncVectorEnv",
+            "AsyncVectorEnv",
+            "vs a lone env",
+            "vs AsyncVectorEnv",
+        ]
+        parts.append(_table(header, rows))
+    return "\n\n".join(parts)
+
+
+def env_throughput(section: dict[str, Any]) -> str:
+    atari = section["atari_steps_per_s"]
+    alone = atari["in-process ALE/Pong-v5"]
+    rows = [[name, _number(rate), _ratio(rate, alone)] for name, rate in atari.items()]
+    parts = [_table(["Pong, frameskip 4", "steps/s", "vs in-process ALE"], rows)]
+    finrl = section["finrl_steps_per_s"]
+    cls = finrl["in-process OpenEnv environment class"]
+    rows = [[name, _number(rate), _ratio(rate, cls)] for name, rate in finrl.items()]
+    parts.append(_table(["FinRL, 5 tickers", "steps/s", "vs the environment class"], rows))
+    ceilings = section["ceilings"]
+    parts.append(
+        "The best a remote env could reach in the same run (its in-process work plus an empty echo round "
+        f"trip): Pong {ceilings['atari_vs_in_process']:.2f}x in-process ALE, FinRL "
+        f"{ceilings['finrl_vs_environment_class']:.2f}x the environment class."
+    )
+    return "\n\n".join(parts)
+
+
+def fleet(section: dict[str, Any]) -> str:
+    parts = []
+    for env, result in section["results"].items():
+        throughput = result["throughput"]
+        one = throughput[next(iter(throughput))]["steps_per_s"]
+        rows = [
+            [n, _number(row["steps_per_s"]), _ratio(row["steps_per_s"], one)] for n, row in throughput.items()
+        ]
+        starts = ", ".join(
+            f"{n} server(s) {value:.1f} s"
+            if isinstance(value, (int, float))
+            else f"{n}: {value.split(':')[0]}"
+            for n, value in result["start_to_first_step_s"].items()
+        )
+        table = _table(
+            [f"{env}, {section['num_envs']} sub-environments: servers", "steps/s", "vs one server"], rows
+        )
+        parts.append(f"{table}\n\nFrom nothing to the first step: {starts}.")
+    return "\n\n".join(parts)
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "step_latency": step_latency,
+    "vector_throughput": vector_throughput,
+    "env_throughput": env_throughput,
+    "fleet": fleet,
+}
+
+
+def render_block(name: str, report: dict[str, Any]) -> str:
+    if name not in RENDERERS:
+        raise KeyError(f"No renderer for benchmark block {name!r}; known: {', '.join(RENDERERS)}")
+    if name not in report:
+        raise KeyError(f"{RESULTS.name} has no {name!r} section: run benchmarks/harness.py again")
+    caption = (
+        f"*Measured {report['when'][:10]} on {report['cpus']} CPUs at commit {report['commit']} "
+        "(`benchmarks/results/harness.json`, rendered by `scripts/render_benchmarks.py`).*"
+    )
+    return f"{caption}\n\n{RENDERERS[name](report[name])}\n"
+
+
+def render(text: str, report: dict[str, Any]) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + render_block(m.group("name"), report) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a document is stale")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    report = json.loads(args.results.read_text())
+    stale = []
+    for document in DOCUMENTS:
+        text = document.read_text()
+        rendered = render(text, report)
+        if rendered != text:
+            stale.append(document.name)
+            if not args.check:
+                document.write_text(rendered)
+    if args.check and stale:
+        print(f"Stale benchmark tables in {', '.join(stale)}: run python scripts/render_benchmarks.py")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
