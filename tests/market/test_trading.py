@@ -16,7 +16,7 @@ def market(closes: list[list[float]], turbulence: list[float] | None = None) -> 
     """A market with these closes (days x tickers) and no indicators."""
     days, tickers = len(closes), len(closes[0])
     dates = tuple(dt.date(2024, 1, 1) + dt.timedelta(days=d) for d in range(days))
-    frame = pl.DataFrame({"date": [d for d in dates for _ in range(tickers)]})
+    table = pl.DataFrame({"date": [d for d in dates for _ in range(tickers)]})
     return MarketData(
         dates=dates,
         tickers=tuple(f"T{i}" for i in range(tickers)),
@@ -24,7 +24,7 @@ def market(closes: list[list[float]], turbulence: list[float] | None = None) -> 
         closes=np.array(closes, dtype=np.float64),
         indicators=np.zeros((days, 0, tickers)),
         turbulence=np.array(turbulence or [0.0] * days),
-        frame=frame,
+        table=table,
     )
 
 
