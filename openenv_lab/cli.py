@@ -377,7 +377,7 @@ def _play_one_chess_game(env: Any, *, seed: int) -> tuple[Any, Any, dict[str, An
         if "opponent_move" in info:
             board.push_uci(info["opponent_move"])
     game = chess.pgn.Game.from_board(board)
-    opponent = env.unwrapped.adapter.defaults.get("opponent", "server default")
+    opponent = env.unwrapped.adapter.reset_options.get("opponent", "server default")
     names = {"white": "openenv_lab random agent", "black": f"{opponent} opponent"}
     if agent_color == "black":
         names = {"white": names["black"], "black": names["white"]}
