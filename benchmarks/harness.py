@@ -3,7 +3,8 @@
 Runs, one after the other in this process: `step_latency` (one chess env: ours vs raw websockets vs the
 official client, and gym.make times), `vector_throughput` (echo, chess and Atari for N in 1, 4, 16, 64:
 our vector env vs gymnasium's Sync/AsyncVectorEnv, with client and server CPU per step) and
-`env_throughput` (Atari and FinRL through the wrapper vs in process) and `fleet` (a vector env over N
+`env_throughput` (Atari and FinRL through the wrapper vs in process), `atari_preprocessing` (Atari with
+DeepMind preprocessing on the server vs gymnasium's wrappers in process) and `fleet` (a vector env over N
 server processes vs one multi-session server, and start-to-first-step times). Keep the JSON of each commit to
 compare them.
 
@@ -23,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import atari_preprocessing
 import env_throughput
 import fleet
 import step_latency
@@ -40,6 +42,7 @@ def main(argv: list[str] | None = None) -> dict:
         ("step_latency", step_latency),
         ("vector_throughput", vector_throughput),
         ("env_throughput", env_throughput),
+        ("atari_preprocessing", atari_preprocessing),
         ("fleet", fleet),
     ):
         print(f"\n===== {name} =====")

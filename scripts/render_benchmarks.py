@@ -123,6 +123,15 @@ def env_throughput(section: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def atari_preprocessing(section: dict[str, Any]) -> str:
+    by_size = section["steps_per_s"]
+    names = list(next(iter(by_size.values())))
+    rows = [[n, *(_number(rates[name]) for name in names)] for n, rates in by_size.items()]
+    table = _table(["Pong, preprocessed + 4-stack: N", *names], rows)
+    wire = [[name, _number(size)] for name, size in section["bytes_per_step"].items()]
+    return f"{table}\n\n{_table(['one Pong step from the server', 'bytes'], wire)}"
+
+
 def fleet(section: dict[str, Any]) -> str:
     parts = []
     for env, result in section["results"].items():
@@ -148,6 +157,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "step_latency": step_latency,
     "vector_throughput": vector_throughput,
     "env_throughput": env_throughput,
+    "atari_preprocessing": atari_preprocessing,
     "fleet": fleet,
 }
 

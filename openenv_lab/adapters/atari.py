@@ -27,6 +27,7 @@ termination, ``frame_limit`` a truncation), plus the keys of `openenv_lab.adapte
 from __future__ import annotations
 
 import base64
+import collections
 import io
 import re
 import weakref
@@ -38,6 +39,7 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 
 from ..client import Client, ProtocolError, StepResult
+from ..preprocessing import split_preprocessing
 from ..screen_delta import apply_delta
 from .base import Adapter, Transition, base_info
 
@@ -89,14 +91,23 @@ class ScreenProxy:
     def lives(self) -> int:
         return self._adapter.lives
 
+    def _full_screen(self) -> np.ndarray:
+        adapter = self._adapter
+        if adapter.preprocessing is not None:
+            raise ValueError(
+                "The server preprocesses this env's screens (preprocessing=...): there is no full screen to "
+                "read. Make the env without preprocessing to wrap it in gymnasium's AtariPreprocessing."
+            )
+        return adapter.screen
+
     def getScreenRGB(self, out: np.ndarray | None = None) -> np.ndarray:
-        screen = self._adapter.screen
+        screen = self._full_screen()
         if screen.ndim != 3:
             raise ValueError("getScreenRGB needs obs_type='rgb'")
         return _copy_into(screen, out)
 
     def getScreenGrayscale(self, out: np.ndarray | None = None) -> np.ndarray:
-        screen = self._adapter.screen
+        screen = self._full_screen()
         if screen.ndim == 3:
             # ALE's grayscale: luminance of the RGB palette colour, rounded to the nearest integer.
             screen = np.rint(screen @ np.array([0.2989, 0.5870, 0.1140])).astype(np.uint8)
@@ -105,7 +116,7 @@ class ScreenProxy:
         return _copy_into(screen, out)
 
     def getRAM(self, out: np.ndarray | None = None) -> np.ndarray:
-        screen = self._adapter.screen
+        screen = self._full_screen()
         if screen.ndim != 1:
             raise ValueError("getRAM needs obs_type='ram'")
         return _copy_into(screen, out)
@@ -136,13 +147,21 @@ class AtariAdapter(Adapter):
     Args:
         game: an ALE game id (``"pong"``, ``"breakout"``...); 108 ship with ale-py.
         obs_type: ``"rgb"``, ``"grayscale"`` or ``"ram"``.
-        frameskip: emulator frames per step (4 by default; 1 under ``AtariPreprocessing``).
+        frameskip: emulator frames per step (4 by default; 1 under ``AtariPreprocessing``, and with
+            ``preprocessing``, which skips frames itself).
         repeat_action_probability: sticky actions (``ALE/...-v5`` uses 0.25; the default here is 0.0, as
             in OpenEnv's atari_env).
         full_action_space, mode, difficulty, max_num_frames_per_episode: as in ALE.
         screen_encoding: how screens should travel when the server can choose: ``"auto"`` (the default:
             ``"delta"`` where the server offers it, else ``"zlib"``), ``"delta"``, ``"zlib"``, ``"raw"``
             or ``"json"``.
+        preprocessing: DeepMind-style preprocessing, computed by our server: ``True`` for gymnasium's
+            ``AtariPreprocessing`` defaults (30 no-ops, 4-frame skip with max-pooling, 84x84 grayscale), or
+            a dict of that wrapper's keyword arguments. Observations are what the wrapper would give, and
+            each step carries a few KB instead of a full screen. Needs our server (with OpenCV).
+        frame_stack: stack the last N observations, as ``FrameStackObservation(env, N)`` does.
+        clip_reward: rewards as their sign (-1, 0, 1), as DeepMind's agents train; the reward before
+            clipping is ``info["unclipped_reward"]``.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -164,15 +183,36 @@ class AtariAdapter(Adapter):
         *,
         game: str = "pong",
         obs_type: str = "rgb",
-        frameskip: int = 4,
+        frameskip: int | None = None,
         repeat_action_probability: float | None = None,
         full_action_space: bool | None = None,
         mode: int | None = None,
         difficulty: int | None = None,
         max_num_frames_per_episode: int | None = None,
         screen_encoding: str = "auto",
+        preprocessing: bool | dict[str, Any] | None = None,
+        frame_stack: int | None = None,
+        clip_reward: bool = False,
     ) -> None:
         game = game_id(game)
+        self.preprocessing, self._client_preprocessing = split_preprocessing(preprocessing)
+        if self.preprocessing is not None:
+            if frameskip not in (None, 1):
+                raise ValueError(
+                    f"frameskip={frameskip!r} with preprocessing: the server's preprocessing skips frames "
+                    "itself (its frame_skip); leave frameskip unset"
+                )
+            frameskip = 1
+        frameskip = 4 if frameskip is None else frameskip
+        if frame_stack is not None and (
+            not isinstance(frame_stack, (int, np.integer)) or isinstance(frame_stack, bool) or frame_stack < 1
+        ):
+            raise ValueError(f"frame_stack must be a positive integer (or None), got {frame_stack!r}")
+        if not isinstance(clip_reward, (bool, np.bool_)):
+            raise ValueError(f"clip_reward must be True or False, got {clip_reward!r}")
+        self.frame_stack = None if frame_stack is None else int(frame_stack)
+        self.clip_reward = bool(clip_reward)
+        self._stack: collections.deque[np.ndarray] = collections.deque(maxlen=self.frame_stack or 1)
         if obs_type not in _SHAPES:
             raise ValueError(f"obs_type must be one of {', '.join(_SHAPES)}, got {obs_type!r}")
         if screen_encoding not in _ENCODINGS:
@@ -212,7 +252,11 @@ class AtariAdapter(Adapter):
 
     @property  # type: ignore[override]  # the declared dict, computed: the encoding asked for changes
     def reset_options(self) -> dict[str, Any]:
-        return {**self.settings, "screen_encoding": self._asked}
+        if self.preprocessing is None:
+            return {**self.settings, "screen_encoding": self._asked}
+        # Preprocessed screens are small and change everywhere at once: zlib, not deltas.
+        asked = "zlib" if self._asked == "delta" else self._asked
+        return {**self.settings, "screen_encoding": asked, "preprocessing": self.preprocessing.to_json()}
 
     def setup(self, client: Client, first: StepResult | None) -> None:
         assert first is not None  # needs_probe
@@ -224,7 +268,13 @@ class AtariAdapter(Adapter):
         legal = first.observation.get("legal_actions") or []
         if not legal:
             raise ProtocolError("The Atari server sent no legal_actions; cannot size the action space")
-        self.observation_space = spaces.Box(0, 255, shape, dtype=np.uint8)
+        if self.preprocessing is not None and "preprocessing" not in first.metadata:
+            raise ProtocolError(
+                f"{client.base_url} does not preprocess Atari screens (the official atari_env, say): make "
+                "the env without preprocessing= and wrap it in gymnasium's AtariPreprocessing instead",
+                url=client.base_url,
+            )
+        self.observation_space = self._space(shape)
         self.action_space = spaces.Discrete(len(legal))
         self.screen = np.zeros(shape, dtype=np.uint8)
         self._frame_number = None
@@ -271,7 +321,37 @@ class AtariAdapter(Adapter):
             truncated = reason == "frame_limit"
             terminated = not truncated
         reward = 0.0 if result.reward is None else result.reward
-        return Transition(screen.copy(), reward, terminated, truncated, info)
+        if self.clip_reward:
+            info["unclipped_reward"] = reward
+            reward = float(np.sign(reward))
+        return Transition(self._observe(screen, reset), reward, terminated, truncated, info)
+
+    def _space(self, shape: tuple[int, ...]) -> spaces.Box:
+        """The observation space for screens of ``shape``: what the client-side preprocessing (a channel
+        axis, scaling) and stacking make of them, as gymnasium's wrappers declare theirs."""
+        if self._client_preprocessing["grayscale_newaxis"] and len(shape) == 2:
+            shape = (*shape, 1)
+        if self.frame_stack is not None:
+            shape = (self.frame_stack, *shape)
+        if self._client_preprocessing["scale_obs"]:
+            return spaces.Box(0.0, 1.0, shape, dtype=np.float32)
+        return spaces.Box(0, 255, shape, dtype=np.uint8)
+
+    def _observe(self, screen: np.ndarray, reset: bool) -> np.ndarray:
+        """The observation of ``screen``: the screen itself, or (preprocessing on the client's side) with
+        a channel axis, scaled to [0, 1], and stacked with the ones before."""
+        observation = screen.copy()
+        if self._client_preprocessing["grayscale_newaxis"] and observation.ndim == 2:
+            observation = observation[..., None]
+        if self._client_preprocessing["scale_obs"]:
+            observation = np.asarray(observation, dtype=np.float32) / 255.0
+        if self.frame_stack is None:
+            return observation
+        if reset:  # FrameStackObservation's padding_type="reset": the first observation, repeated
+            self._stack.extend([observation] * self.frame_stack)
+        else:
+            self._stack.append(observation)
+        return np.stack(self._stack)
 
     def describe_action(self, action: Any) -> str:
         index = int(action)
@@ -279,8 +359,9 @@ class AtariAdapter(Adapter):
         return meanings[index] if index < len(meanings) else str(index)
 
     def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        """The observed screen as PNG bytes (a few KB; never the raw array), lives and frame counters."""
-        screen = np.asarray(observation)
+        """The screen as PNG bytes (a few KB; never the raw array; the newest of a stack, the preprocessed
+        one when the server preprocesses), lives and frame counters."""
+        screen = self.screen
         return {
             "screen_png": encode_png(screen) if screen.ndim >= 2 else None,
             "lives": int(info.get("lives", 0)),
@@ -293,6 +374,7 @@ class AtariAdapter(Adapter):
             "game": self.settings.get("game"),
             "obs_type": self.settings.get("obs_type"),
             "action_meanings": self.get_action_meanings(),
+            "preprocessing": None if self.preprocessing is None else self.preprocessing.to_json(),
         }
 
     def _apply_delta(self, delta: bytes, shape: tuple[int, ...], base: Any) -> np.ndarray:

@@ -19,8 +19,12 @@ Additions, invisible to clients that do not ask for them:
   ``openenv_lab.screen_delta``), and a whole zlib screen after a reset or when much of it changed:
   about as small as zlib, and cheaper to make and to read. The reset metadata lists the encodings offered
   (``screen_encodings``), so clients can pick the best one the server has;
-- metadata says why an episode ended: ``end_reason`` is ``game_over`` (a real end) or ``frame_limit``
-  (``max_num_frames_per_episode`` reached: a truncation). Action meanings (``NOOP``, ``FIRE``...) are in
+- ``reset(preprocessing={...})`` computes gymnasium's ``AtariPreprocessing`` on the server (no-op starts,
+  frame skipping with max-pooling, grayscale, the resize, optionally a lost life as an episode's end) and
+  sends only its small screens (`openenv_lab.servers.atari_preprocessing`); it needs ``frameskip=1``;
+- metadata says why an episode ended: ``end_reason`` is ``game_over`` (a real end), ``life_lost`` (with
+  preprocessing's ``terminal_on_life_loss``) or ``frame_limit`` (``max_num_frames_per_episode`` reached: a
+  truncation). Action meanings (``NOOP``, ``FIRE``...) are in
   the reset metadata.
 
 Rewards are the sum of the ALE's rewards over the ``frameskip`` frames of a step, as in gymnasium.
@@ -43,6 +47,7 @@ from pydantic import Field
 from ..screen_delta import changed_pixels, pack_delta
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
+from .atari_preprocessing import Preprocessing, Preprocessor
 
 __all__ = ["AtariAction", "AtariEnvironment", "AtariObservation", "AtariState", "available_games", "make_app"]
 
@@ -135,6 +140,8 @@ class AtariEnvironment(ServerEnvironment):
         self._palette: np.ndarray | None = None
         self._known = np.zeros(256, dtype=bool)
         self._palette_ok = True
+        self._preprocessor: Preprocessor | None = None
+        self._rng: np.random.Generator | None = None  # draws the no-ops of preprocessing, as ALE's np_random
         self._state = AtariState()
 
     # ------------------------------------------------------------------ OpenEnv interface
@@ -144,13 +151,14 @@ class AtariEnvironment(ServerEnvironment):
         seed: int | None = None,
         episode_id: str | None = None,
         screen_encoding: str = "json",
+        preprocessing: Any = None,
         **settings: Any,
     ) -> AtariObservation:
         unknown = set(settings) - set(self._defaults)
         if unknown:
             raise ValueError(
                 f"Unknown reset option(s) {sorted(unknown)}; the Atari server takes seed, episode_id, "
-                f"screen_encoding and {', '.join(self._defaults)}"
+                f"screen_encoding, preprocessing and {', '.join(self._defaults)}"
             )
         if screen_encoding not in SCREEN_ENCODINGS:
             raise ValueError(
@@ -160,10 +168,32 @@ class AtariEnvironment(ServerEnvironment):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         chosen = {**self._defaults, **{k: v for k, v in settings.items() if v is not None}}
         _check_settings(chosen)
+        prepared = None if preprocessing is None else Preprocessing.from_request(preprocessing)
+        if prepared is not None and chosen["frameskip"] != 1:
+            raise ValueError(
+                "preprocessing skips frames itself (its frame_skip): reset with frameskip=1, as gymnasium's "
+                "AtariPreprocessing needs"
+            )
         self._load(chosen, seed)
         ale = self._ale
         assert ale is not None
+        if seed is not None or self._rng is None:
+            self._rng = _generator(seed)
         ale.reset_game()
+        self._preprocessor = None
+        screen = None
+        if prepared is not None:
+            if prepared.noop_max > 0 and self._actions[0].name != "NOOP":
+                raise ValueError(f"{chosen['game']}'s first action is not NOOP: preprocess with noop_max=0")
+            self._preprocessor = Preprocessor(prepared, ale, self._actions[0])
+
+            def restart() -> None:  # the game ended during the no-ops: start it again, as the wrapper does
+                if seed is not None:
+                    self._load(chosen, seed, again=True)
+                    self._rng = _generator(seed)
+                ale.reset_game()
+
+            screen = self._preprocessor.reset(self._rng, restart)
         self._encoding = screen_encoding
         self._sent = None  # a new episode starts with a whole screen
         self._palette, self._palette_ok = None, True  # the ROM or obs_type may have changed
@@ -186,9 +216,11 @@ class AtariEnvironment(ServerEnvironment):
             "screen_encoding": screen_encoding,
             "screen_encodings": list(SCREEN_ENCODINGS),
         }
+        if prepared is not None:
+            metadata["preprocessing"] = prepared.to_json()
         if seed is not None:
             metadata["seed"] = seed
-        return self._observation(0.0, metadata)
+        return self._observation(0.0, metadata, screen)
 
     def step(self, action: AtariAction, timeout_s: float | None = None, **kwargs: Any) -> AtariObservation:
         ale = self._ale
@@ -202,10 +234,15 @@ class AtariEnvironment(ServerEnvironment):
                 f"for {self._state.game_name}"
             )
         ale_action = self._actions[action.action_id]
+        self._update_state(step_count=self._state.step_count + 1)
+        if self._preprocessor is not None:
+            screen, reward, terminated, truncated = self._preprocessor.step(ale_action)
+            if terminated or truncated:
+                return self._observation(reward, {}, screen, ended=_end_reason(ale, terminated, truncated))
+            return self._observation(reward, {}, screen, ended=None)
         reward = 0.0
         for _ in range(self._state.frameskip):
             reward += ale.act(ale_action)
-        self._update_state(step_count=self._state.step_count + 1)
         return self._observation(reward, {})
 
     def describe(self) -> str:
@@ -220,8 +257,8 @@ class AtariEnvironment(ServerEnvironment):
 
     # ------------------------------------------------------------------ helpers
 
-    def _load(self, settings: dict[str, Any], seed: int | None) -> None:
-        """Load the ROM (and seed the ALE) when the game, its settings or the seed ask for it."""
+    def _load(self, settings: dict[str, Any], seed: int | None, *, again: bool = False) -> None:
+        """Load the ROM (and seed the ALE) when the game, its settings, the seed or ``again`` ask for it."""
         key = (
             settings["game"],
             settings["repeat_action_probability"],
@@ -230,7 +267,7 @@ class AtariEnvironment(ServerEnvironment):
             settings["difficulty"],
             settings["max_num_frames_per_episode"],
         )
-        if self._ale is not None and key == self._loaded and seed is None:
+        if self._ale is not None and key == self._loaded and seed is None and not again:
             self._settings = settings
             return
         if self._ale is None:
@@ -272,21 +309,33 @@ class AtariEnvironment(ServerEnvironment):
             return ale.getScreenGrayscale()
         return ale.getRAM()
 
-    def _observation(self, reward: float, metadata: dict[str, Any]) -> AtariObservation:
+    def _observation(
+        self,
+        reward: float,
+        metadata: dict[str, Any],
+        screen: np.ndarray | None = None,
+        *,
+        ended: str | bool | None = False,
+    ) -> AtariObservation:
+        """The observation of the emulator as it is now, or of ``screen`` (a preprocessed one); ``ended``
+        is the episode's end reason (None: it goes on) when the caller knows it, else the ALE says."""
         ale = self._ale
         assert ale is not None
-        done = ale.game_over()
+        if ended is False:
+            ended = _end_reason(ale, ale.game_over(with_truncation=False), ale.game_truncated())
+        done = ended is not None
         if done:
-            metadata["end_reason"] = "frame_limit" if ale.game_truncated() else "game_over"
+            metadata["end_reason"] = ended
         frame_number = ale.getFrameNumber()
         fields: dict[str, Any] = {}
-        delta = self._delta(frame_number) if self._encoding == "delta" else None
+        delta = self._delta(frame_number) if self._encoding == "delta" and screen is None else None
         if delta is not None:
             data, shape, fields["screen_base"] = delta
             fields["screen_b64"] = base64.b64encode(data).decode("ascii")
             fields["screen_encoding"] = "delta"
         else:
-            screen = self._screen()
+            if screen is None:
+                screen = self._screen()
             shape = screen.shape
             if self._encoding == "json":
                 fields["screen"] = screen.reshape(-1).tolist()
@@ -350,6 +399,19 @@ class AtariEnvironment(ServerEnvironment):
             if not self._palette_ok:
                 self._palette = None
         return pixels[touched]
+
+
+def _end_reason(ale: Any, terminated: bool, truncated: bool) -> str | None:
+    """Why an episode ended (None: it did not): the game, a life (preprocessing), or the frame limit."""
+    if terminated:
+        return "game_over" if ale.game_over(with_truncation=False) else "life_lost"
+    return "frame_limit" if truncated else None
+
+
+def _generator(seed: int | None) -> np.random.Generator:
+    """The generator gymnasium's ``ALE/...-v5`` keeps as ``np_random`` after ``reset(seed=seed)``."""
+    np_seed = np.random.SeedSequence(seed).generate_state(n_words=2)[0]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(np_seed))))
 
 
 def _check_settings(settings: dict[str, Any]) -> None:
