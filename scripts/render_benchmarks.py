@@ -141,9 +141,9 @@ def fleet(section: dict[str, Any]) -> str:
             [n, _number(row["steps_per_s"]), _ratio(row["steps_per_s"], one)] for n, row in throughput.items()
         ]
         starts = ", ".join(
-            f"{n} server(s) {value:.1f} s"
+            f"{_where(n)} {value:.1f} s"
             if isinstance(value, (int, float))
-            else f"{n}: {value.split(':')[0]}"
+            else f"{_where(n)}: {value.split(':')[0]}"
             for n, value in result["start_to_first_step_s"].items()
         )
         table = _table(
@@ -151,6 +151,13 @@ def fleet(section: dict[str, Any]) -> str:
         )
         parts.append(f"{table}\n\nFrom nothing to the first step: {starts}.")
     return "\n\n".join(parts)
+
+
+def _where(servers: str) -> str:
+    """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
+    if servers == "docker":
+        return "a Docker container"
+    return f"{servers} server" + ("" if servers == "1" else "s")
 
 
 RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
