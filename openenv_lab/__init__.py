@@ -15,13 +15,14 @@ server runs) and `openenv_lab.servers` (our own OpenEnv environments).
 import importlib
 from typing import Any
 
-from .adapters import Adapter, ChessAdapter, GenericAdapter
+from .adapters import Adapter, ChessAdapter, GenericAdapter, Spec
 from .bench import BenchReport, bench
 from .client import (
     AsyncSession,
     CapacityError,
     Client,
     ConnectError,
+    EnvironmentMismatch,
     Keepalive,
     LaunchError,
     OpenEnvError,
@@ -71,6 +72,7 @@ __all__ = [
     "ConnectError",
     "DockerServer",
     "EmbeddedServer",
+    "EnvironmentMismatch",
     "Fleet",
     "GenericAdapter",
     "Keepalive",
@@ -86,6 +88,7 @@ __all__ = [
     "ServerError",
     "Session",
     "SessionClosed",
+    "Spec",
     "StepResult",
     "Timeout",
     "Timeouts",

@@ -24,6 +24,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
+#: Written by tests/envs/test_official_envs.py when OPENENV_LAB_COMPATIBILITY_JSON names it.
+COMPATIBILITY = ROOT / "benchmarks" / "results" / "compatibility.json"
 DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md")
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
@@ -43,10 +45,10 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = [
-        "| " + " | ".join(header) + " |",
-        "|" + "|".join("---:" if i else "---" for i in range(len(header))) + "|",
-    ]
+    """A Markdown table; columns of figures are aligned right."""
+    numeric = [all(re.fullmatch(r"[-\d,.x /]+", row[i]) for row in rows) for i in range(len(header))]
+    rule = "|" + "|".join("---:" if i and numeric[i] else "---" for i in range(len(header))) + "|"
+    lines = ["| " + " | ".join(header) + " |", rule]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
 
@@ -132,6 +134,34 @@ def atari_preprocessing(section: dict[str, Any]) -> str:
     return f"{table}\n\n{_table(['one Pong step from the server', 'bytes'], wire)}"
 
 
+def compatibility(section: dict[str, Any]) -> str:
+    rows = [
+        [
+            f"`{name}`",
+            f"`{row['adapter']}`",
+            f"`{row['action']}`",
+            f"{row['episodes']} (from {row['episodes_from']})",
+            row["check_env"],
+            row["replay"],
+            _number(row["steps_per_s"]),
+        ]
+        for name, row in sorted(section["environments"].items())
+    ]
+    header = [
+        "official env",
+        "adapter",
+        "action space",
+        "random-policy episodes",
+        "check_env",
+        "replay",
+        "steps/s",
+    ]
+    observations = [
+        f"- `{name}`: `{row['observation']}`" for name, row in sorted(section["environments"].items())
+    ]
+    return _table(header, rows) + "\n\nObservation spaces:\n\n" + "\n".join(observations)
+
+
 def fleet(section: dict[str, Any]) -> str:
     parts = []
     for env, result in section["results"].items():
@@ -166,19 +196,26 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "env_throughput": env_throughput,
     "atari_preprocessing": atari_preprocessing,
     "fleet": fleet,
+    "compatibility": compatibility,
 }
 
 
 def render_block(name: str, report: dict[str, Any]) -> str:
     if name not in RENDERERS:
         raise KeyError(f"No renderer for benchmark block {name!r}; known: {', '.join(RENDERERS)}")
-    if name not in report:
-        raise KeyError(f"{RESULTS.name} has no {name!r} section: run benchmarks/harness.py again")
+    if name == "compatibility":
+        section = json.loads(COMPATIBILITY.read_text())
+        source, when, cpus, commit = COMPATIBILITY.name, section["when"], section["cpus"], section["commit"]
+    else:
+        if name not in report:
+            raise KeyError(f"{RESULTS.name} has no {name!r} section: run benchmarks/harness.py again")
+        section, source = report[name], RESULTS.name
+        when, cpus, commit = report["when"], report["cpus"], report["commit"]
     caption = (
-        f"*Measured {report['when'][:10]} on {report['cpus']} CPUs at commit {report['commit']} "
-        "(`benchmarks/results/harness.json`, rendered by `scripts/render_benchmarks.py`).*"
+        f"*Measured {when[:10]} on {cpus} CPUs at commit {commit} "
+        f"(`benchmarks/results/{source}`, rendered by `scripts/render_benchmarks.py`).*"
     )
-    return f"{caption}\n\n{RENDERERS[name](report[name])}\n"
+    return f"{caption}\n\n{RENDERERS[name](section)}\n"
 
 
 def render(text: str, report: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from openenv_lab.adapters.chess import TERMINAL_REASONS
+from tests.conformance import OfficialServer
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
@@ -38,12 +39,22 @@ def test_the_first_example_plays_a_game_to_the_end():
 
 
 @pytest.mark.parametrize("index", range(1, len(python_blocks())))
-def test_every_other_example_runs(index, official_kitchen):
+def test_every_other_example_runs(index):
     code = python_blocks()[index]
-    if "my-space.hf.space" in code:  # the remote example, pointed at a real server of our tests
-        code = code.replace("https://my-space.hf.space", official_kitchen)
-        code += "\nassert sorted(env.observation_space.spaces)[:3] == ['alive', 'count', 'flags']"
-    out = run_python(code)
+    servers = []
+    try:
+        if "127.0.0.1:8000" in code:  # the remote example: the official connect4_env it names
+            servers.append(OfficialServer("connect4_env"))
+            code = code.replace("http://127.0.0.1:8000", servers[-1].url)
+            code += "\nassert env.action_space == gym.spaces.Discrete(7), env.action_space"
+            code += "\nassert sorted(env.observation_space.spaces) == ['action_mask', 'board']"
+        if "127.0.0.1:8001" in code:  # the spec example: the official maze_env it names
+            servers.append(OfficialServer("maze_env"))
+            code = code.replace("http://127.0.0.1:8001", servers[-1].url)
+        out = run_python(code)
+    finally:
+        for server in servers:
+            server.stop()
     assert out.returncode == 0, out.stderr
 
 

@@ -9,6 +9,8 @@ from .base import Adapter, Transition, base_info
 from .chess import ChessAdapter
 from .finrl import FinRLAdapter
 from .generic import EchoAdapter, GenericAdapter, UnicodeText
+from .spec import SPECS, Spec
+from .tools import Tools
 
 ADAPTERS: dict[str, type[Adapter]] = {
     "atari": AtariAdapter,
@@ -20,12 +22,15 @@ ADAPTERS: dict[str, type[Adapter]] = {
 
 __all__ = [
     "ADAPTERS",
+    "SPECS",
     "Adapter",
     "AtariAdapter",
     "ChessAdapter",
     "EchoAdapter",
     "FinRLAdapter",
     "GenericAdapter",
+    "Spec",
+    "Tools",
     "Transition",
     "UnicodeText",
     "base_info",

@@ -13,6 +13,7 @@ What an adapter **declares** (data, read by the env):
 ``needs_probe``        whether `setup` needs the reply to a first reset (spaces sized from data)
 ``derive_seeds``       whether ``reset()`` without a seed sends one drawn from the env's generator
 ``env_attributes``     its attributes the env exposes as its own (ALE's ``ale``, ``action_masks``)
+``check_identity``     set by the env: refuse a server that reports another environment than asked
 ``server_options``     options of the bundled server it starts (a dict)
 ``reset_options``      what every reset sends, before the seed and the user's ``options`` (a dict)
 ``observation_space``  set by `setup` (or before)
@@ -111,6 +112,9 @@ class Adapter(ABC):
     #: random stream instead, as their in-process counterparts do.
     derive_seeds: ClassVar[bool] = True
     env_attributes: ClassVar[tuple[str, ...]] = ()
+    #: Set by the env (``check_identity=``): whether `setup` and `decode` refuse a server that reports
+    #: another environment than the one asked for (`openenv_lab.client.EnvironmentMismatch`).
+    check_identity: bool = True
 
     observation_space: gym.Space[Any]
     action_space: gym.Space[Any]

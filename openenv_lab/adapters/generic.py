@@ -1,122 +1,99 @@
-"""The generic adapter behind ``openenv/remote``: spaces inferred from ``/schema`` and one observation.
+"""The generic adapter behind ``openenv/remote``: spaces for any OpenEnv server, from its ``/schema``, one
+observation and, where they cannot be inferred, a few declared facts (a `Spec`).
 
-OpenEnv servers publish pydantic JSON Schemas for their action and observation models. They say which
-fields exist and their types, but not the shapes of lists or the bounds of numbers, so the adapter
-resets once when the environment is made and reads the first observation as well. How JSON types
-become spaces:
+How JSON Schema types become spaces is `openenv_lab.adapters.schema`'s table. On top of it:
 
-============================================  ==========================================================
-JSON Schema                                   gymnasium space (value in the observation/action)
-============================================  ==========================================================
-``enum`` of values                            ``Discrete(n)`` (the index into the enum)
-``boolean``                                   ``Discrete(2)`` (0 or 1)
-``integer`` with lower and upper bounds        ``Discrete(max - min + 1, start=min)`` (exclusive bounds too)
-``integer`` otherwise                         ``Box(int64, shape=())``, bounds from the schema or +-2**31
-``number``                                    ``Box(float64, shape=())``, bounds from the schema or +-inf
-``string``                                    `UnicodeText` (any text up to ``maxLength``, default 65536)
-list of numbers (any nesting)                 ``Box`` shaped like the first observation's value (empty
-                                              then, or an action: ``minItems == maxItems`` or a ``Sequence``)
-list of booleans                              ``MultiBinary`` shaped like the first observation's value
-list of strings / of objects                  ``Sequence(UnicodeText)`` / ``Sequence(Dict)``
-object with ``properties``                    ``Dict`` of its fields
-object without properties, unions, unknown    `JSONText` holding the value as JSON (``json.loads`` it)
-``const`` fields (e.g. MCP ``type``)          no space: the constant is sent as it is
-optional (``anyOf [T, null]``)                T's space; ``null`` becomes its zero value (0, ``""``, zeros)
-============================================  ==========================================================
+- the observation space is a ``Dict`` of the observation's fields (``reward``, ``done`` and ``metadata``
+  are not fields), or of the fields a spec keeps;
+- the action space is the one required field's space when there is exactly one (``Discrete(4)`` for
+  grid_world's ``{"action": "UP"|...}``), a ``Dict`` of the required fields otherwise; optional fields are
+  left to the server's default unless named in ``action_fields``;
+- legal actions: an observation field listing the legal values of the action (``legal_actions``, or the
+  one a spec names) makes the action ``Discrete(n)`` over the action's ``n`` values, adds an
+  ``action_mask`` (``MultiBinary(n)``, int8) to the observation in its place, and gives the env
+  ``action_masks()`` for sb3-contrib's ``MaskablePPO``; ``n`` comes from the schema's bounds or a spec;
+- an integer action without both bounds (where nothing says how many values it has) is refused at
+  ``make``, saying what to declare: a random sample of 2**32 integers is no way to play connect4;
+- MCP tool environments (an action ``{"type": "call_tool", "tool_name", "arguments"}``): see
+  ``action_fields`` below, with the arguments as JSON text.
 
-The observation space is a ``Dict`` of the observation's fields (``reward``, ``done`` and ``metadata`` are
-not fields). The action space is the one required field's space when there is exactly one (e.g.
-``Discrete(4)`` for grid_world's ``{"action": "UP"|...}``), a ``Dict`` of the required fields otherwise;
-optional fields are left to the server's default unless named in ``action_fields``. For MCP environments
-(``{"type": "call_tool", "tool_name", "arguments"}``) that means
-``gym.make("openenv/remote", base_url=..., action_fields=["tool_name", "arguments"])``, with the arguments
-as JSON text.
-
-What cannot be inferred, and what happens instead:
-
-- lengths of list actions without ``minItems == maxItems``: a ``Sequence`` of the item space;
-- numeric lists whose length changes during an episode: the first observation fixes the ``Box`` shape, and
-  a later observation of another shape raises `ProtocolError` (write an adapter for such servers);
-- bounds of numbers the schema does not bound: infinite (floats) or +-2**31 (integers);
-- free-form objects, unions of several types, ragged lists and recursive models (a model inside
-  itself): JSON text, as above;
-- why an episode ended: ``done`` is treated as termination, unless the metadata says
-  ``"truncated": true``; the original value of ``null`` fields: ``info["raw_observation"]`` has it.
+Specs for the official environments (`openenv_lab.adapters.spec.SPECS`) are picked by the name the server
+reports; pass ``spec=`` to choose or write one. Why an episode ended: ``done`` is treated as termination,
+unless the metadata says ``"truncated": true``; the original value of ``null`` fields:
+``info["raw_observation"]`` has it.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import string
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 
-from ..client import Client, ProtocolError, StepResult
+from ..client import Client, EnvironmentMismatch, OpenEnvError, ProtocolError, StepResult
 from .base import Adapter, Transition, base_info
+from .schema import ENVELOPE_FIELDS, Field, JSONText, UnicodeText, bounds, declared_field, field_for, resolve
+from .spec import SPECS, Spec, find_spec
+from .tools import Tools
 
-__all__ = ["EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText"]
+__all__ = ["LEGAL_ACTION_FIELDS", "EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText"]
 
-_INT_BOUND = 2**31
-_MAX_TEXT = 65536
-_ENVELOPE_FIELDS = frozenset({"metadata", "reward", "done"})
-
-
-class UnicodeText(spaces.Text):
-    """A ``Text`` space that accepts any string up to ``max_length`` (samples use printable ASCII).
-
-    Gymnasium's ``Text`` only accepts characters from its charset; servers send arbitrary Unicode.
-
-    Example:
-        >>> "é ♞ {}" in UnicodeText(max_length=10)
-        True
-    """
-
-    def __init__(self, max_length: int = _MAX_TEXT, *, min_length: int = 0, seed: Any = None) -> None:
-        super().__init__(max_length, min_length=min_length, charset=string.printable, seed=seed)
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
-
-    def __repr__(self) -> str:
-        return f"UnicodeText({self.min_length}, {self.max_length})"
-
-
-@dataclass
-class _Field:
-    """One JSON value and its space: how to turn the JSON into a space value and back."""
-
-    space: spaces.Space[Any]
-    decode: Callable[[Any], Any]
-    encode: Callable[[Any], Any]
-    empty: Callable[[], Any]
+#: Observation fields taken to list the legal actions when no spec names one.
+LEGAL_ACTION_FIELDS = ("legal_actions", "legal_moves", "valid_actions", "available_actions")
 
 
 class GenericAdapter(Adapter):
-    """Spaces for any OpenEnv server, inferred from its ``/schema`` and its first observation.
+    """Spaces for any OpenEnv server, from its ``/schema``, its first observation and a `Spec`.
+
+    Args:
+        spec: a `Spec`, or the name of one in `openenv_lab.adapters.spec.SPECS` (``"connect4"``). By
+            default the spec whose ``servers`` names what the server reports, if there is one.
+        action_fields: the action fields to set (default: the required ones), e.g. for a server whose
+            action has optional fields that matter.
+
+    A server that is not the one ``spec`` is for is refused (`EnvironmentMismatch`) unless the env is made
+    with ``check_identity=False``.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
         >>> env = gym.make("openenv/remote", base_url="http://127.0.0.1:8000")   # doctest: +SKIP
         >>> env.observation_space                                             # doctest: +SKIP
-        Dict('target': Box(-2147483648, 2147483647, (), int64), 'value': Box(...))
+        Dict('action_mask': MultiBinary(7), 'board': Box(-1, 1, (6, 7), int64))
     """
 
     needs_probe: ClassVar[bool] = True
     render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
 
-    def __init__(self, *, action_fields: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        spec: Spec | str | None = None,
+        action_fields: list[str] | None = None,
+    ) -> None:
+        if isinstance(spec, str):
+            if spec not in SPECS:
+                raise ValueError(f"There is no spec called {spec!r}; there are {', '.join(sorted(SPECS))}")
+            spec = SPECS[spec]
+        if spec is not None and not isinstance(spec, Spec):
+            raise TypeError(f"spec must be a Spec or the name of one, got {spec!r}")
+        self.spec: Spec | None = spec
         self.action_field_names = list(action_fields) if action_fields is not None else None
         self.schema: dict[str, Any] = {}
-        self._observation_fields: dict[str, _Field] = {}
-        self._action_fields: dict[str, _Field] = {}
+        self.server_names: list[str] = []
+        self.tools: Tools | None = None
+        self.env_attributes: tuple[str, ...] = ()  # the legal-action mask or the tools, once known
+        self._observation_fields: dict[str, Field] = {}
+        self._action_fields: dict[str, Field] = {}
         self._action_constants: dict[str, Any] = {}
         self._single_action: str | None = None
+        self._action_values: list[Any] | None = None  # the values of a Discrete action, by index
+        self._value_index: dict[str, int] = {}
+        self._legal_field: str | None = None
+        self._mask = np.zeros(0, dtype=np.int8)
         self._last: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ setup
 
     def setup(self, client: Client, first: StepResult | None) -> None:
         assert first is not None  # needs_probe
@@ -127,58 +104,158 @@ class GenericAdapter(Adapter):
                     f"{client.base_url}/schema has no {key!r} JSON Schema; is it an OpenEnv server?",
                     url=client.base_url,
                 )
-        self._build_action_space(self.schema["action"])
+        try:
+            self.server_names = client.names()
+        except OpenEnvError:  # a server without /metadata: nothing to match a spec with
+            self.server_names = []
+        self._choose_spec(client.base_url)
+        if Tools.are_in(self.schema["action"]):
+            self.tools = Tools.listed_by(client)
+            self.action_space = self.tools.action_space
+            self.env_attributes = ("tools", "tool_action")
+        else:
+            self._build_action_space(self.schema["action"])
         self._build_observation_space(first)
+
+    def _choose_spec(self, url: str) -> None:
+        if self.spec is None:
+            self.spec = find_spec(self.server_names)
+        elif self.check_identity and self.spec.servers and not self.spec.matches(self.server_names):
+            raise EnvironmentMismatch(
+                f"spec={self.spec.name!r} is for {' or '.join(self.spec.servers)}, but the server at {url} "
+                f"reports itself as {' / '.join(self.server_names) or 'nothing'}. Point at the right server, "
+                "choose its spec, or pass check_identity=False if this is deliberate.",
+                asked=self.spec.name,
+                reported=self.server_names,
+                url=url,
+            )
+        if self.spec is not None and self.spec.family is not None:
+            raise ValueError(
+                f"The spec {self.spec.name!r} hands this server to the {self.spec.family} adapter: make "
+                f"the env with gym.make('openenv/{self.spec.family}', base_url=...) (openenv/remote does it "
+                "by itself)"
+            )
 
     def _build_observation_space(self, first: StepResult) -> None:
         schema = self.schema.get("reset_observation") or self.schema["observation"]
         defs = {**self.schema["observation"].get("$defs", {}), **schema.get("$defs", {})}
         properties = schema.get("properties", {})
-        fields = {}
-        for name, node in properties.items():
-            if name in _ENVELOPE_FIELDS:
+        declared = self.spec.observation_spaces() if self.spec is not None else None
+        self._legal_field = self._find_legal_field(properties)
+        fields: dict[str, Field] = {}
+        names = [n for n in properties if n not in ENVELOPE_FIELDS]
+        names += [n for n in first.observation if n not in properties and n not in ENVELOPE_FIELDS]
+        for name in names:
+            if name == self._legal_field or (declared is not None and name not in declared):
                 continue
-            fields[name] = _field(
-                node, first.observation.get(name), defs, f"observation.{name}", action=False
+            path = f"observation.{name}"
+            space = declared.get(name) if declared is not None else None
+            if space is not None:
+                fields[name] = declared_field(space, path)
+            else:
+                fields[name] = field_for(
+                    properties.get(name, {}), first.observation.get(name), defs, path, action=False
+                )
+        if declared is not None:
+            missing = set(declared) - set(fields)
+            if missing:
+                raise ProtocolError(
+                    f"The spec {self.spec.name!r} keeps observation fields {sorted(missing)} that this "  # type: ignore[union-attr]
+                    f"server does not have; it has {sorted(names)}"
+                )
+        if self._legal_field is not None:
+            assert self._action_values is not None
+            fields["action_mask"] = Field(
+                spaces.MultiBinary(len(self._action_values)),
+                lambda v: v,
+                lambda a: a,
+                lambda: np.zeros(len(self._action_values or ()), dtype=np.int8),
             )
-        for name, value in first.observation.items():  # fields the schema did not declare
-            if name not in fields and name not in properties and name not in _ENVELOPE_FIELDS:
-                fields[name] = _field({}, value, defs, f"observation.{name}", action=False)
+            self.env_attributes = ("action_masks",)
         self._observation_fields = dict(sorted(fields.items()))
         self.observation_space = spaces.Dict({k: f.space for k, f in self._observation_fields.items()})
+
+    def _find_legal_field(self, properties: dict[str, Any]) -> str | None:
+        """The observation field listing the legal actions: the spec's, or a conventional name (used when
+        the action is one field with known values)."""
+        named = self.spec.legal_actions if self.spec is not None else None
+        if named is not None:
+            if named not in properties:
+                raise ProtocolError(
+                    f"The spec {self.spec.name!r} names {named!r} as the legal actions, but the observation "  # type: ignore[union-attr]
+                    f"has no such field: {sorted(properties)}"
+                )
+            if self._action_values is None:
+                raise ValueError(
+                    f"The spec {self.spec.name!r} names legal actions but not the action's values: add "  # type: ignore[union-attr]
+                    "actions=N (the count) or actions=[...] (the values)"
+                )
+            return named
+        if self._action_values is None:
+            return None
+        return next((name for name in LEGAL_ACTION_FIELDS if name in properties), None)
 
     def _build_action_space(self, schema: dict[str, Any]) -> None:
         defs = schema.get("$defs", {})
         properties = {k: v for k, v in schema.get("properties", {}).items() if k != "metadata"}
         required = set(schema.get("required", ()))
         for name, node in properties.items():
-            resolved = _resolve(node, defs, frozenset())[0]
+            resolved = resolve(node, defs, frozenset())[0]
             if "const" in resolved:  # always sent as it is (e.g. MCP's "type": "call_tool")
                 self._action_constants[name] = resolved["const"]
-        if self.action_field_names is not None:
-            unknown = set(self.action_field_names) - set(properties)
-            if unknown:
-                raise ValueError(
-                    f"action_fields {sorted(unknown)} are not in the action schema: {sorted(properties)}"
-                )
-            chosen = list(self.action_field_names)
+        if self.spec is not None and self.spec.action is not None:
+            names = [self.spec.action]
+        elif self.action_field_names is not None:
+            names = list(self.action_field_names)
         else:
             candidates = [k for k in properties if k not in self._action_constants]
-            chosen = [k for k in candidates if k in required] or candidates
-        for name in chosen:
+            names = [k for k in candidates if k in required] or candidates
+        unknown = set(names) - set(properties)
+        if unknown:
+            raise ValueError(
+                f"Action fields {sorted(unknown)} are not in the action schema: {sorted(properties)}"
+            )
+        values = self.spec.action_values() if self.spec is not None else None
+        if values is not None and len(names) != 1:
+            raise ValueError(
+                f"The spec {self.spec.name!r} gives the action's values: name its one field, action=..."
+            )  # type: ignore[union-attr]
+        for name in names:
             self._action_constants.pop(name, None)
-            self._action_fields[name] = _field(properties[name], None, defs, f"action.{name}", action=True)
-        if not self._action_fields:
+            node = resolve(properties[name], defs, frozenset())[0]
+            if values is None:
+                _refuse_unbounded_integer(name, node)
+                self._action_fields[name] = field_for(
+                    properties[name], None, defs, f"action.{name}", action=True
+                )
+        if not names:
             raise ProtocolError(f"Cannot build an action space: the action schema has no fields ({schema})")
+        if values is not None:
+            self._single_action = names[0]
+            self._action_values = values
+            self.action_space = spaces.Discrete(len(values))
+            self._value_index = {_key(v): i for i, v in enumerate(values)}
+            return
         if len(self._action_fields) == 1:
-            self._single_action = next(iter(self._action_fields))
+            self._single_action = names[0]
             self.action_space = self._action_fields[self._single_action].space
+            enum = node.get("enum")
+            if isinstance(self.action_space, spaces.Discrete) and enum is not None:
+                self._action_values = list(enum)  # an enum action can be masked by its legal values too
+                self._value_index = {_key(v): i for i, v in enumerate(enum)}
         else:
             self.action_space = spaces.Dict({k: f.space for k, f in self._action_fields.items()})
 
+    # ------------------------------------------------------------------ steps
+
     def encode_action(self, action: Any) -> dict[str, Any]:
+        if self.tools is not None:
+            return self.tools.call(action)
         payload = dict(self._action_constants)
-        if self._single_action is not None:
+        if self._single_action is not None and self._single_action not in self._action_fields:
+            assert self._action_values is not None
+            payload[self._single_action] = self._action_values[int(action)]
+        elif self._single_action is not None:
             payload[self._single_action] = self._action_fields[self._single_action].encode(action)
         else:
             for name, field in self._action_fields.items():
@@ -188,15 +265,58 @@ class GenericAdapter(Adapter):
     def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
         raw = result.observation
         self._last = raw
-        observation = {
-            name: field.decode(raw[name]) if raw.get(name) is not None else field.empty()
-            for name, field in self._observation_fields.items()
-        }
         info = base_info(result)
+        if self._legal_field is not None:
+            legal = raw.get(self._legal_field) or []
+            self._mask = self._legal_mask(legal)
+            info["legal_actions"] = list(legal)
+        observation = {}
+        for name, field in self._observation_fields.items():
+            if name == "action_mask" and self._legal_field is not None:
+                observation[name] = self._mask.copy()
+            else:
+                observation[name] = field.decode(raw[name]) if raw.get(name) is not None else field.empty()
+        if self.tools is not None:
+            info.update(self.tools.outcome(raw))
         truncated = result.done and result.metadata.get("truncated") is True
         terminated = result.done and not truncated
         reward = 0.0 if result.reward is None else result.reward
         return Transition(observation, reward, terminated, truncated, info)
+
+    def action_masks(self) -> np.ndarray:
+        """Boolean mask of the legal actions in the last observation (sb3-contrib's ``MaskablePPO``)."""
+        return self._mask.astype(bool)
+
+    def tool_action(self, name: str, **arguments: Any) -> Any:
+        """The action that calls the MCP tool ``name`` with ``arguments`` (checked against its schema)."""
+        if self.tools is None:
+            raise AttributeError("This environment has no MCP tools")
+        return self.tools.action(name, **arguments)
+
+    def _legal_mask(self, legal: Any) -> np.ndarray:
+        mask = np.zeros(len(self._action_values or ()), dtype=np.int8)
+        for value in legal:
+            index = self._value_index.get(_key(value))
+            if index is None:
+                raise ProtocolError(
+                    f"The server lists {value!r} as a legal action, but the action takes "
+                    f"{self._action_values}: declare the values in a spec (actions=[...])"
+                )
+            mask[index] = 1
+        return mask
+
+    def describe_action(self, action: Any) -> str:
+        if self.tools is not None:
+            return self.tools.describe(action)
+        if self._action_values is not None and self._single_action not in self._action_fields:
+            return str(self._action_values[int(action)])
+        return super().describe_action(action)
+
+    def trajectory_metadata(self) -> dict[str, Any]:
+        return {
+            "server_names": list(self.server_names),
+            "spec": self.spec.name if self.spec is not None else None,
+        }
 
     def render(self, mode: str) -> Any:
         if mode == "ansi":
@@ -204,36 +324,23 @@ class GenericAdapter(Adapter):
         return super().render(mode)
 
 
-# ---------------------------------------------------------------------------- schema -> _Field
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
-class JSONText(UnicodeText):
-    """Text holding one JSON value (for free-form objects and unions); samples are valid JSON.
-
-    Example:
-        >>> space = JSONText(sample_value={})
-        >>> space.sample(), '{"a": [1, 2]}' in space, "{not json" in space
-        ('{}', True, False)
-    """
-
-    def __init__(self, *, sample_value: Any = None, seed: Any = None) -> None:
-        super().__init__(seed=seed)
-        self.sample_value = sample_value
-
-    def sample(self, mask: Any = None, probability: Any = None) -> str:
-        return json.dumps(self.sample_value)
-
-    def contains(self, x: Any) -> bool:
-        if not super().contains(x):
-            return False
-        try:
-            json.loads(x)
-        except ValueError:
-            return False
-        return True
-
-    def __repr__(self) -> str:
-        return "JSONText()"
+def _refuse_unbounded_integer(name: str, node: dict[str, Any]) -> None:
+    """An integer action without both bounds cannot be sampled or masked: say what to declare."""
+    kind = node.get("type")
+    if kind != "integer" and not (isinstance(kind, list) and "integer" in kind):
+        return
+    low, high = bounds(node, integer=True)
+    if low is None or high is None:
+        raise ValueError(
+            f"The action field {name!r} is an integer without bounds in the server's schema, so there is "
+            "no honest space for it (2**32 values?). Say which values it takes: gym.make('openenv/remote', "
+            f"..., spec=Spec('mine', action={name!r}, actions=N)) for 0..N-1 (with legal_actions='<field>' "
+            "if the observation lists the legal ones), or write an Adapter."
+        )
 
 
 class EchoAdapter(GenericAdapter):
@@ -248,234 +355,3 @@ class EchoAdapter(GenericAdapter):
     def __init__(self, *, max_steps: int | None = None) -> None:
         super().__init__()
         self.server_options = {"max_steps": max_steps} if max_steps is not None else {}
-
-
-def _resolve(
-    node: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]
-) -> tuple[dict[str, Any], frozenset[str]]:
-    """Follow local ``$ref``s; a reference already being expanded (a recursive model) resolves to ``{}``."""
-    while "$ref" in node:
-        ref = node["$ref"]
-        name = ref.rsplit("/", 1)[-1]
-        if not ref.startswith("#/") or name not in defs or ref in expanding:
-            return {}, expanding  # unknown or recursive: JSON text
-        expanding = expanding | {ref}
-        node = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
-    return node, expanding
-
-
-def _field(
-    node: dict[str, Any],
-    sample: Any,
-    defs: dict[str, Any],
-    path: str,
-    *,
-    action: bool,
-    expanding: frozenset[str] = frozenset(),
-    nullable: bool = False,
-) -> _Field:
-    node, expanding = _resolve(node, defs, expanding)
-    variants = node.get("anyOf") or node.get("oneOf")
-    if variants:
-        resolved = [_resolve(v, defs, expanding) for v in variants]
-        non_null = [(v, refs) for v, refs in resolved if v.get("type") != "null"]
-        if len(non_null) == 1:
-            extra = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
-            variant, refs = non_null[0]
-            return _field(
-                {**variant, **extra},
-                sample,
-                defs,
-                path,
-                action=action,
-                expanding=refs,
-                nullable=nullable or len(non_null) < len(resolved),
-            )
-        return _json_text(None)
-    if "enum" in node:
-        return _enum(list(node["enum"]), path)
-    if "const" in node:
-        return _enum([node["const"]], path)
-    kind = node.get("type")
-    if isinstance(kind, list):
-        non_null = [k for k in kind if k != "null"]
-        nullable = nullable or len(non_null) < len(kind)
-        kind = non_null[0] if len(non_null) == 1 else None
-    if kind == "boolean":
-        return _Field(spaces.Discrete(2), lambda v: int(bool(v)), lambda a: bool(a), lambda: 0)
-    if kind == "integer":
-        low, high = _bounds(node, integer=True)
-        if low is not None and high is not None and high - low < 2**16:
-            start = int(low)
-            return _Field(
-                spaces.Discrete(int(high - low + 1), start=start), int, lambda a: int(a), lambda: start
-            )
-        return _scalar(node, np.int64)
-    if kind == "number":
-        return _scalar(node, np.float64)
-    if kind == "string":
-        # `null` decodes to "", so a nullable string must accept the empty string.
-        min_length = 0 if nullable else int(node.get("minLength", 0))
-        space = UnicodeText(int(node.get("maxLength", _MAX_TEXT)), min_length=min_length)
-        return _Field(space, str, str, str)
-    if kind == "array":
-        return _array(node, sample, defs, path, action=action, expanding=expanding)
-    if kind == "object" and node.get("properties"):
-        return _object(node, sample, defs, path, action=action, expanding=expanding)
-    return _json_text({} if kind == "object" else None)
-
-
-def _bounds(node: dict[str, Any], *, integer: bool) -> tuple[float | None, float | None]:
-    """Inclusive bounds from ``minimum``/``maximum`` and the exclusive ``exclusiveMinimum``/``Maximum``."""
-    low, high = node.get("minimum"), node.get("maximum")
-    if node.get("exclusiveMinimum") is not None:
-        bound = node["exclusiveMinimum"]
-        low = math.floor(bound) + 1 if integer else float(np.nextafter(bound, np.inf))
-    if node.get("exclusiveMaximum") is not None:
-        bound = node["exclusiveMaximum"]
-        high = math.ceil(bound) - 1 if integer else float(np.nextafter(bound, -np.inf))
-    return low, high
-
-
-def _enum(values: list[Any], path: str) -> _Field:
-    index = {json.dumps(v, sort_keys=True): i for i, v in enumerate(values)}
-
-    def decode(value: Any) -> int:
-        try:
-            return index[json.dumps(value, sort_keys=True)]
-        except KeyError:
-            raise ProtocolError(f"{path} = {value!r} is not one of the schema's values {values}") from None
-
-    return _Field(spaces.Discrete(len(values)), decode, lambda a: values[int(a)], lambda: 0)
-
-
-def _scalar(node: dict[str, Any], dtype: type) -> _Field:
-    integer = np.issubdtype(dtype, np.integer)
-    low, high = _bounds(node, integer=integer)
-    if low is None:
-        low = -_INT_BOUND if integer else -np.inf
-    if high is None:
-        high = _INT_BOUND - 1 if integer else np.inf
-    space = spaces.Box(low=low, high=high, shape=(), dtype=dtype)
-    to_json = int if integer else float
-    return _Field(
-        space,
-        lambda v: np.asarray(v, dtype=dtype),
-        lambda a: to_json(np.asarray(a).item()),
-        lambda: np.zeros((), dtype=dtype),
-    )
-
-
-def _leaf_type(
-    node: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]
-) -> tuple[str | None, dict[str, Any]]:
-    """The item type of a (possibly nested) array schema, and the innermost item schema."""
-    while True:
-        node, expanding = _resolve(node, defs, expanding)
-        if node.get("type") != "array":
-            return node.get("type"), node
-        node = node.get("items", {})
-
-
-def _array(
-    node: dict[str, Any],
-    sample: Any,
-    defs: dict[str, Any],
-    path: str,
-    *,
-    action: bool,
-    expanding: frozenset[str],
-) -> _Field:
-    leaf, item = _leaf_type(node, defs, expanding)
-    if leaf in ("number", "integer", "boolean"):
-        dtype = {"number": np.float64, "integer": np.int64, "boolean": np.int8}[leaf]
-        shape: tuple[int, ...] | None = None
-        if isinstance(sample, list) and sample:
-            try:
-                shape = np.asarray(sample, dtype=dtype).shape
-            except ValueError:  # ragged nested lists: no fixed shape
-                return _json_text([])
-        elif node.get("minItems") is not None and node.get("minItems") == node.get("maxItems"):
-            shape = (int(node["minItems"]),)
-        if shape is not None:
-            return _box(item, dtype, shape, path, leaf == "boolean")
-        # No length known (an action, or an empty first value): a variable-length sequence.
-        element = _field(item, None, defs, path + "[]", action=action, expanding=expanding)
-        return _Field(
-            spaces.Sequence(element.space, stack=True),
-            lambda v: np.asarray(v, dtype=dtype),
-            lambda a: np.asarray(a).tolist(),
-            lambda: np.zeros((0,), dtype=dtype),
-        )
-    items = node.get("items", {})
-    first = sample[0] if isinstance(sample, list) and sample else None
-    element = _field(items, first, defs, path + "[]", action=action, expanding=expanding)
-    return _Field(
-        spaces.Sequence(element.space),
-        lambda v: tuple(element.decode(x) for x in v),
-        lambda a: [element.encode(x) for x in a],
-        tuple,
-    )
-
-
-def _box(item: dict[str, Any], dtype: type, shape: tuple[int, ...], path: str, boolean: bool) -> _Field:
-    if boolean:
-        space: spaces.Space[Any] = spaces.MultiBinary(list(shape) if shape else 1)
-    else:
-        integer = np.issubdtype(dtype, np.integer)
-        low, high = _bounds(item, integer=integer)
-        if low is None:
-            low = -_INT_BOUND if integer else -np.inf
-        if high is None:
-            high = _INT_BOUND - 1 if integer else np.inf
-        space = spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
-
-    def decode(value: Any) -> np.ndarray:
-        array = np.asarray(value, dtype=dtype)
-        if array.shape != shape:
-            raise ProtocolError(
-                f"{path} changed shape from {shape} (first observation) to {array.shape}. The generic "
-                "adapter needs fixed shapes; write an Adapter for this server (see openenv_lab.adapters)."
-            )
-        return array
-
-    return _Field(space, decode, lambda a: np.asarray(a).tolist(), lambda: np.zeros(shape, dtype=dtype))
-
-
-def _object(
-    node: dict[str, Any],
-    sample: Any,
-    defs: dict[str, Any],
-    path: str,
-    *,
-    action: bool,
-    expanding: frozenset[str],
-) -> _Field:
-    sample = sample if isinstance(sample, dict) else {}
-    fields = {
-        name: _field(child, sample.get(name), defs, f"{path}.{name}", action=action, expanding=expanding)
-        for name, child in sorted(node["properties"].items())
-    }
-    return _Field(
-        spaces.Dict({name: field.space for name, field in fields.items()}),
-        lambda v: {n: f.decode(v[n]) if v.get(n) is not None else f.empty() for n, f in fields.items()},
-        lambda a: {n: f.encode(a[n]) for n, f in fields.items()},
-        lambda: {n: f.empty() for n, f in fields.items()},
-    )
-
-
-def _json_text(sample_value: Any) -> _Field:
-    def encode(text: Any) -> Any:
-        try:
-            return json.loads(text)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"This action field takes JSON text (e.g. '{{\"key\": 1}}'), got {text!r}"
-            ) from None
-
-    return _Field(
-        JSONText(sample_value=sample_value),
-        lambda v: json.dumps(v, sort_keys=True),
-        encode,
-        lambda: json.dumps(sample_value),
-    )

@@ -13,6 +13,7 @@ from .async_session import AsyncSession
 from .errors import (
     CapacityError,
     ConnectError,
+    EnvironmentMismatch,
     LaunchError,
     OpenEnvError,
     ProtocolError,
@@ -29,6 +30,7 @@ __all__ = [
     "CapacityError",
     "Client",
     "ConnectError",
+    "EnvironmentMismatch",
     "Keepalive",
     "LaunchError",
     "OpenEnvError",

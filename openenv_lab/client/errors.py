@@ -11,6 +11,8 @@ Every message says what happened and what to do about it. The tree, and where ea
     │   └── SessionClosed       the session is gone: the connection closed (server died, network gone),
     │                           or it was closed before (stepping a closed env)
     ├── ProtocolError           the peer does not speak the OpenEnv protocol (404 on /ws, malformed replies)
+    │   └── EnvironmentMismatch the server is another environment than the one asked for (another game,
+    │                           another env): ``asked`` and ``reported`` say which
     ├── LaunchError             a server we were asked to start did not come up (its log is in the message)
     └── ServerError             the server answered with an error message; carries its ``code`` and
         │                       ``server_message``
@@ -32,6 +34,7 @@ from typing import Any
 __all__ = [
     "CapacityError",
     "ConnectError",
+    "EnvironmentMismatch",
     "LaunchError",
     "OpenEnvError",
     "ProtocolError",
@@ -95,6 +98,20 @@ class SessionClosed(TransportError):
 
 class ProtocolError(OpenEnvError):
     """The peer answered, but not as an OpenEnv server would (wrong route, malformed reply)."""
+
+
+class EnvironmentMismatch(ProtocolError):
+    """The server is not the environment asked for: another game, another environment.
+
+    Attributes:
+        asked: what the user asked for (a game, a spec's name).
+        reported: what the server reports (its names, the game it runs).
+    """
+
+    def __init__(self, message: str, *, asked: Any, reported: Any, url: str | None = None) -> None:
+        super().__init__(message, url=url)
+        self.asked = asked
+        self.reported = reported
 
 
 class LaunchError(OpenEnvError):

@@ -16,7 +16,7 @@ from typing import Any
 from ..optional_imports import hidden_module
 from ._config import Keepalive, Timeouts
 from ._urls import http_url, is_loopback
-from .errors import ConnectError, OpenEnvError, ProtocolError, Timeout
+from .errors import ConnectError, OpenEnvError, ProtocolError, ServerError, Timeout
 from .session import Session
 
 with hidden_module("click"):  # httpx's command-line tool (click, rich, pygments): never used
@@ -56,6 +56,7 @@ class Client:
         self.keepalive = keepalive
         self.headers = dict(headers or {})
         self._http: httpx.Client | None = None  # made on first use: many users only open sessions
+        self._mcp_id = 0
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: ``{"status": "healthy"}`` when the server is up."""
@@ -85,7 +86,48 @@ class Client:
         """``GET`` any JSON route of the server (e.g. ``"/config"`` on FinRL servers)."""
         return self._get(path, params or None)
 
-    def _get(self, path: str, params: dict[str, Any] | None, timeout: float | None = None) -> Any:
+    def post(self, path: str, body: Any) -> Any:
+        """``POST`` a JSON body to any route of the server, and return the JSON it answers."""
+        return self._get(path, None, body=body)
+
+    def names(self) -> list[str]:
+        """What the server calls itself: its ``/metadata`` name, then its environment names
+        (``GET /list_environments``, openenv 0.10's task API) where it has the route."""
+        names = [str(self.metadata().get("name", ""))]
+        try:
+            listed = self.get("/list_environments")
+        except ProtocolError:
+            listed = []
+        names += [str(name) for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+        return [name for name in names if name]
+
+    def mcp(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """One JSON-RPC call to the server's ``POST /mcp`` (``"tools/list"``, ``"tools/call"``...): its
+        ``result``, or the `ServerError` its ``error`` says (code ``MCP <number>``)."""
+        self._mcp_id += 1
+        reply = self.post(
+            "/mcp", {"jsonrpc": "2.0", "id": self._mcp_id, "method": method, "params": params or {}}
+        )
+        if not isinstance(reply, dict):
+            raise ProtocolError(
+                f"{self.base_url}/mcp answered {reply!r}, not a JSON-RPC reply", url=self.base_url
+            )
+        error = reply.get("error")
+        if isinstance(error, dict):
+            message = str(error.get("message", ""))
+            raise ServerError(
+                f"The server at {self.base_url} answered {method} with MCP error {error.get('code')}: "
+                f"{message}",
+                code=f"MCP {error.get('code')}",
+                server_message=message,
+                details={"data": error.get("data")},
+                url=self.base_url,
+            )
+        return reply.get("result")
+
+    def _get(
+        self, path: str, params: dict[str, Any] | None, timeout: float | None = None, body: Any = None
+    ) -> Any:
         url = self.base_url + "/" + path.lstrip("/")
         if self._http is None:
             self._http = httpx.Client(
@@ -95,7 +137,10 @@ class Client:
                 trust_env=not is_loopback(self.base_url),
             )
         try:
-            response = self._http.get(url, params=params, timeout=timeout or httpx.USE_CLIENT_DEFAULT)
+            if body is None:
+                response = self._http.get(url, params=params, timeout=timeout or httpx.USE_CLIENT_DEFAULT)
+            else:
+                response = self._http.post(url, json=body, timeout=timeout or httpx.USE_CLIENT_DEFAULT)
         except httpx.TimeoutException as exc:
             if isinstance(exc, httpx.ConnectTimeout):
                 raise ConnectError(

@@ -12,10 +12,13 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from ..adapters import ADAPTERS, Adapter
+from ..adapters import ADAPTERS, Adapter, GenericAdapter
+from ..adapters.spec import find_spec
+from ..client import Client, OpenEnvError
 from ..launch import DockerServer, Launcher, RemoteServer, max_sessions_for, shared_embedded_server
 
 __all__ = [
+    "adapter_for_server",
     "autoreset_mode",
     "check_render_mode",
     "check_reset_mask",
@@ -40,6 +43,22 @@ def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]
         return adapter(**options)
     except TypeError as exc:
         raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
+
+
+def adapter_for_server(adapter: Adapter, client: Client) -> Adapter:
+    """The adapter for the server at ``client``: ``adapter`` itself, unless it is the generic one and the
+    server's spec hands it to one of our families (the official ``chess_env`` gets the chess adapter)."""
+    if type(adapter) is not GenericAdapter:
+        return adapter
+    spec = adapter.spec
+    if spec is None:
+        try:
+            spec = find_spec(client.names())
+        except OpenEnvError:  # no /metadata: the generic adapter says what it can
+            return adapter
+    if spec is None or spec.family is None:
+        return adapter
+    return ADAPTERS[spec.family]()
 
 
 def check_render_mode(adapter: Adapter, render_mode: str | None) -> None:

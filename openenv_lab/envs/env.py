@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from ..adapters import Adapter
+from ..adapters import Adapter, GenericAdapter
 from ..client import (
     Client,
     ConnectError,
@@ -24,7 +24,7 @@ from ..client import (
     Timeouts,
 )
 from ..launch import EmbeddedServer, Launcher
-from ._build import check_render_mode, make_adapter, make_launcher
+from ._build import adapter_for_server, check_render_mode, make_adapter, make_launcher
 from ._episode import Episode, retry_after_collecting
 
 __all__ = ["OpenEnvEnv"]
@@ -48,6 +48,8 @@ class OpenEnvEnv(gym.Env):
         timeouts: connect/request/close timeouts of the connection (`Timeouts`, or seconds for all three).
         keepalive: WebSocket ping settings (e.g. ``Keepalive(interval=None)`` behind tunnels that drop pings).
         headers: extra HTTP headers, e.g. ``{"Authorization": "Bearer <token>"}`` for a private Space.
+        check_identity: refuse (`EnvironmentMismatch`) a server that reports another environment than the
+            one asked for (another Atari game, another spec's environment); ``False`` allows it.
         **adapter_options: passed to the adapter class (chess: ``opponent``, ``agent_color``...).
 
     Seeding: ``reset(seed=s)`` sends ``s`` to the server; ``reset()`` sends a seed drawn from the
@@ -84,6 +86,7 @@ class OpenEnvEnv(gym.Env):
         headers: dict[str, str] | None = None,
         launcher: str | Launcher = "embedded",
         image: str | None = None,
+        check_identity: bool = True,
         **adapter_options: Any,
     ) -> None:
         self._owns_launcher = False
@@ -93,8 +96,10 @@ class OpenEnvEnv(gym.Env):
             "render_modes": list(self.adapter.render_modes),
             "render_fps": self.adapter.render_fps,
         }
-        check_render_mode(self.adapter, render_mode)
+        if type(self.adapter) is not GenericAdapter:  # the generic one may hand the server to a family
+            check_render_mode(self.adapter, render_mode)
         self.render_mode = render_mode
+        self.adapter.check_identity = check_identity
         self.launcher, self._owns_launcher = make_launcher(self.adapter, base_url, launcher, image)
         self._session: Session | None = None
         try:
@@ -105,6 +110,16 @@ class OpenEnvEnv(gym.Env):
         self.episode = Episode(self.adapter, self.base_url)
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         try:
+            given = self.adapter
+            self.adapter = adapter_for_server(self.adapter, self.client)
+            if self.adapter is not given:  # the generic adapter handed the server to a family's
+                self.adapter.check_identity = check_identity
+                self.metadata = {
+                    "render_modes": list(self.adapter.render_modes),
+                    "render_fps": self.adapter.render_fps,
+                }
+                self.episode = Episode(self.adapter, self.base_url)
+            check_render_mode(self.adapter, render_mode)
             if not self.adapter.needs_probe:  # what the server says of itself is read before a session
                 self.adapter.setup(self.client, None)
             self._session = retry_after_collecting(self.client.session)

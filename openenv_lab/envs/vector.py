@@ -33,13 +33,13 @@ from gymnasium.spaces import Box, Discrete, MultiDiscrete
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from ..adapters import Adapter
+from ..adapters import Adapter, GenericAdapter
 from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult, Timeouts
 from ..client.pool import open_pool
 from ..client.transport import Reply, Request, Transport
 from ..launch import Launcher
+from ._build import adapter_for_server, check_render_mode, check_reset_mask, make_adapter, server_urls
 from ._build import autoreset_mode as autoreset_mode_of
-from ._build import check_render_mode, check_reset_mask, make_adapter, server_urls
 from ._episode import Episode, retry_after_collecting
 from .attributes import SubEnvironmentAttributes
 from .infos import add_info
@@ -102,6 +102,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         launcher: str | Launcher = "embedded",
         image: str | None = None,
         multiplex: bool = True,
+        check_identity: bool = True,
         **adapter_options: Any,
     ) -> None:
         self.multiplex = multiplex
@@ -119,14 +120,12 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.copy = copy
         self.adapters = [make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
+        for each in self.adapters:
+            each.check_identity = check_identity
         first = self.adapters[0]
-        check_render_mode(first, render_mode)
+        if type(first) is not GenericAdapter:  # the generic one may hand the servers to a family's
+            check_render_mode(first, render_mode)
         self.render_mode = render_mode
-        self.metadata = {
-            "render_modes": list(first.render_modes),
-            "render_fps": first.render_fps,
-            "autoreset_mode": self.autoreset_mode,
-        }
         self.timeouts = Timeouts.of(timeouts)
         self._headers = headers
         self.base_urls, self._owned_launcher = server_urls(
@@ -151,6 +150,17 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             self.close()
             raise
         urls = self._transport.urls
+        first = self.adapters[0]
+        try:
+            check_render_mode(first, render_mode)
+        except ValueError:
+            self.close()
+            raise
+        self.metadata = {
+            "render_modes": list(first.render_modes),
+            "render_fps": first.render_fps,
+            "autoreset_mode": self.autoreset_mode,
+        }
         self.episodes = [Episode(a, url) for a, url in zip(self.adapters, urls, strict=True)]
 
         self.single_observation_space = first.observation_space
@@ -446,27 +456,36 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
 
     def _set_up_adapters(self) -> None:
         """Each adapter reads its server (``/schema``, ``/config``...); those that size their spaces from
-        data get a probing reset first, all sent at once."""
+        data get a probing reset first, all sent at once. The generic adapter may hand a server to a
+        family's adapter first (the official chess_env to the chess adapter)."""
         assert self._transport is not None
+        clients: dict[str, Client] = {}
+        for url in self._transport.urls:
+            if url not in clients:
+                clients[url] = Client(url, timeouts=self.timeouts, headers=self._headers)
+        try:
+            self._set_up_adapters_with(clients)
+        finally:
+            for client in clients.values():
+                client.close()
+
+    def _set_up_adapters_with(self, clients: dict[str, Client]) -> None:
+        assert self._transport is not None
+        for i, url in enumerate(self._transport.urls):
+            given = self.adapters[i]
+            self.adapters[i] = adapter_for_server(given, clients[url])
+            self.adapters[i].check_identity = given.check_identity
         probing = {i: ("reset", dict(a.reset_options)) for i, a in enumerate(self.adapters) if a.needs_probe}
         first: dict[int, Reply] = {}
         if probing:
             self._transport.send(probing)
             while len(first) < len(probing):
                 first.update(self._transport.receive(self.timeouts.request + self.timeouts.close + 5.0))
-        clients: dict[str, Client] = {}
-        try:
-            for i, (adapter, url) in enumerate(zip(self.adapters, self._transport.urls, strict=True)):
-                reply = first.get(i)
-                if isinstance(reply, BaseException):
-                    raise reply
-                client = clients.get(url)
-                if client is None:
-                    client = clients[url] = Client(url, timeouts=self.timeouts, headers=self._headers)
-                adapter.setup(client, reply)
-        finally:
-            for client in clients.values():
-                client.close()
+        for i, (adapter, url) in enumerate(zip(self.adapters, self._transport.urls, strict=True)):
+            reply = first.get(i)
+            if isinstance(reply, BaseException):
+                raise reply
+            adapter.setup(clients[url], reply)
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode is None:

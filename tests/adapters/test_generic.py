@@ -59,7 +59,18 @@ class Tree(BaseModel):
 
 
 class Move(BaseModel):
+    steps: int = Field(..., ge=0, le=100_000)
+
+
+class Unbounded(BaseModel):
     steps: int
+
+
+def test_an_integer_action_without_bounds_is_refused_saying_what_to_declare():
+    with pytest.raises(
+        ValueError, match=r"'steps' is an integer without bounds.*Spec\('mine', action='steps'"
+    ):
+        adapter_for(Unbounded, Tree, {"root": {"value": 1, "children": []}})
 
 
 def test_recursive_models_do_not_recurse_forever():

@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field  # noqa: E402
 
 
 class CounterAction(Action):
-    delta: int = Field(..., description="amount to add")
+    delta: int = Field(..., ge=-1_000_000, le=1_000_000, description="amount to add")
 
 
 class CounterObservation(Observation):

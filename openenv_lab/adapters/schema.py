@@ -1,0 +1,384 @@
+"""JSON Schema to gymnasium spaces: how the generic adapter reads a pydantic schema and a first value.
+
+OpenEnv servers publish pydantic JSON Schemas for their action and observation models. They say which
+fields exist and their types, but not the shapes of lists or the bounds of numbers, so a field's space
+comes from its schema and, for lists, from the first observation's value. `field_for` returns a `Field`:
+the space, and how to turn a JSON value into a space value and back. The mapping:
+
+============================================  ==========================================================
+JSON Schema                                   gymnasium space (value in the observation/action)
+============================================  ==========================================================
+``enum`` of values                            ``Discrete(n)`` (the index into the enum)
+``boolean``                                   ``Discrete(2)`` (0 or 1)
+``integer`` with lower and upper bounds        ``Discrete(max - min + 1, start=min)`` (exclusive bounds too)
+``integer`` otherwise                         ``Box(int64, shape=())``, bounds from the schema or +-2**31
+                                              (an action without both bounds is refused: see
+                                              `openenv_lab.adapters.generic`)
+``number``                                    ``Box(float64, shape=())``, bounds from the schema or +-inf
+``string``                                    `UnicodeText` (any text up to ``maxLength``, default 65536)
+list of numbers (any nesting)                 ``Box`` shaped like the first observation's value (empty
+                                              then, or an action: ``minItems == maxItems`` or a ``Sequence``)
+list of booleans                              ``MultiBinary`` shaped like the first observation's value
+list of strings / of objects                  ``Sequence(UnicodeText)`` / ``Sequence(Dict)``
+object with ``properties``                    ``Dict`` of its fields
+object without properties, unions, unknown    `JSONText` holding the value as JSON (``json.loads`` it)
+``const`` fields (e.g. MCP ``type``)          no space: the constant is sent as it is
+optional (``anyOf [T, null]``)                T's space; ``null`` becomes its zero value (0, ``""``, zeros)
+============================================  ==========================================================
+
+What cannot be inferred, and what happens instead: list actions without ``minItems == maxItems`` are a
+``Sequence`` of the item space; numeric lists whose length changes during an episode are refused when
+the length changes (`ProtocolError`); unbounded numbers get infinite (floats) or +-2**31 (integers)
+bounds; free-form objects, unions of several types, ragged lists and recursive models travel as JSON
+text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ..client import ProtocolError
+
+__all__ = [
+    "ENVELOPE_FIELDS",
+    "Field",
+    "JSONText",
+    "UnicodeText",
+    "bounds",
+    "declared_field",
+    "field_for",
+    "resolve",
+]
+
+_INT_BOUND = 2**31
+_MAX_TEXT = 65536
+_MAX_JSON = 100 * 1024 * 1024  # the largest message a session accepts (openenv_lab.client.session)
+#: Keys of an observation that are the envelope's, not the environment's fields.
+ENVELOPE_FIELDS = frozenset({"metadata", "reward", "done"})
+
+
+class UnicodeText(spaces.Text):
+    """A ``Text`` space that accepts any string up to ``max_length`` (samples use printable ASCII).
+
+    Gymnasium's ``Text`` only accepts characters from its charset; servers send arbitrary Unicode.
+
+    Example:
+        >>> "é ♞ {}" in UnicodeText(max_length=10)
+        True
+    """
+
+    def __init__(self, max_length: int = _MAX_TEXT, *, min_length: int = 0, seed: Any = None) -> None:
+        super().__init__(max_length, min_length=min_length, charset=string.printable, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"UnicodeText({self.min_length}, {self.max_length})"
+
+
+class JSONText(UnicodeText):
+    """Text holding one JSON value (for free-form objects and unions); samples are valid JSON. Its length
+    is bounded by the largest message a session accepts, not by `UnicodeText`'s default.
+
+    Example:
+        >>> space = JSONText(sample_value={})
+        >>> space.sample(), '{"a": [1, 2]}' in space, "{not json" in space
+        ('{}', True, False)
+    """
+
+    def __init__(self, *, sample_value: Any = None, seed: Any = None) -> None:
+        super().__init__(_MAX_JSON, seed=seed)
+        self.sample_value = sample_value
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return json.dumps(self.sample_value)
+
+    def contains(self, x: Any) -> bool:
+        if not super().contains(x):
+            return False
+        try:
+            json.loads(x)
+        except ValueError:
+            return False
+        return True
+
+    def __repr__(self) -> str:
+        return "JSONText()"
+
+
+@dataclass
+class Field:
+    """One JSON value and its space: how to turn the JSON into a space value and back."""
+
+    space: spaces.Space[Any]
+    decode: Callable[[Any], Any]
+    encode: Callable[[Any], Any]
+    empty: Callable[[], Any]
+
+
+def resolve(
+    node: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """Follow local ``$ref``s; a reference already being expanded (a recursive model) resolves to ``{}``."""
+    while "$ref" in node:
+        ref = node["$ref"]
+        name = ref.rsplit("/", 1)[-1]
+        if not ref.startswith("#/") or name not in defs or ref in expanding:
+            return {}, expanding  # unknown or recursive: JSON text
+        expanding = expanding | {ref}
+        node = {**defs[name], **{k: v for k, v in node.items() if k != "$ref"}}
+    return node, expanding
+
+
+def field_for(
+    node: dict[str, Any],
+    sample: Any,
+    defs: dict[str, Any],
+    path: str,
+    *,
+    action: bool,
+    expanding: frozenset[str] = frozenset(),
+    nullable: bool = False,
+) -> Field:
+    node, expanding = resolve(node, defs, expanding)
+    variants = node.get("anyOf") or node.get("oneOf")
+    if variants:
+        resolved = [resolve(v, defs, expanding) for v in variants]
+        non_null = [(v, refs) for v, refs in resolved if v.get("type") != "null"]
+        if len(non_null) == 1:
+            extra = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+            variant, refs = non_null[0]
+            return field_for(
+                {**variant, **extra},
+                sample,
+                defs,
+                path,
+                action=action,
+                expanding=refs,
+                nullable=nullable or len(non_null) < len(resolved),
+            )
+        return _json_text(None)
+    if "enum" in node:
+        return _enum(list(node["enum"]), path)
+    if "const" in node:
+        return _enum([node["const"]], path)
+    kind = node.get("type")
+    if isinstance(kind, list):
+        non_null = [k for k in kind if k != "null"]
+        nullable = nullable or len(non_null) < len(kind)
+        kind = non_null[0] if len(non_null) == 1 else None
+    if kind == "boolean":
+        return Field(spaces.Discrete(2), lambda v: int(bool(v)), lambda a: bool(a), lambda: 0)
+    if kind == "integer":
+        low, high = bounds(node, integer=True)
+        if low is not None and high is not None and high - low < 2**16:
+            start = int(low)
+            return Field(
+                spaces.Discrete(int(high - low + 1), start=start), int, lambda a: int(a), lambda: start
+            )
+        return _scalar(node, np.int64)
+    if kind == "number":
+        return _scalar(node, np.float64)
+    if kind == "string":
+        # `null` decodes to "", so a nullable string must accept the empty string.
+        min_length = 0 if nullable else int(node.get("minLength", 0))
+        space = UnicodeText(int(node.get("maxLength", _MAX_TEXT)), min_length=min_length)
+        return Field(space, str, str, str)
+    if kind == "array":
+        return _array(node, sample, defs, path, action=action, expanding=expanding)
+    if kind == "object" and node.get("properties"):
+        return _object(node, sample, defs, path, action=action, expanding=expanding)
+    return _json_text({} if kind == "object" else None)
+
+
+def bounds(node: dict[str, Any], *, integer: bool) -> tuple[float | None, float | None]:
+    """Inclusive bounds from ``minimum``/``maximum`` and the exclusive ``exclusiveMinimum``/``Maximum``."""
+    low, high = node.get("minimum"), node.get("maximum")
+    if node.get("exclusiveMinimum") is not None:
+        bound = node["exclusiveMinimum"]
+        low = math.floor(bound) + 1 if integer else float(np.nextafter(bound, np.inf))
+    if node.get("exclusiveMaximum") is not None:
+        bound = node["exclusiveMaximum"]
+        high = math.ceil(bound) - 1 if integer else float(np.nextafter(bound, -np.inf))
+    return low, high
+
+
+def _enum(values: list[Any], path: str) -> Field:
+    index = {json.dumps(v, sort_keys=True): i for i, v in enumerate(values)}
+
+    def decode(value: Any) -> int:
+        try:
+            return index[json.dumps(value, sort_keys=True)]
+        except KeyError:
+            raise ProtocolError(f"{path} = {value!r} is not one of the schema's values {values}") from None
+
+    return Field(spaces.Discrete(len(values)), decode, lambda a: values[int(a)], lambda: 0)
+
+
+def _scalar(node: dict[str, Any], dtype: type) -> Field:
+    integer = np.issubdtype(dtype, np.integer)
+    low, high = bounds(node, integer=integer)
+    if low is None:
+        low = -_INT_BOUND if integer else -np.inf
+    if high is None:
+        high = _INT_BOUND - 1 if integer else np.inf
+    space = spaces.Box(low=low, high=high, shape=(), dtype=dtype)
+    to_json = int if integer else float
+    return Field(
+        space,
+        lambda v: np.asarray(v, dtype=dtype),
+        lambda a: to_json(np.asarray(a).item()),
+        lambda: np.zeros((), dtype=dtype),
+    )
+
+
+def _leaf_type(
+    node: dict[str, Any], defs: dict[str, Any], expanding: frozenset[str]
+) -> tuple[str | None, dict[str, Any]]:
+    """The item type of a (possibly nested) array schema, and the innermost item schema."""
+    while True:
+        node, expanding = resolve(node, defs, expanding)
+        if node.get("type") != "array":
+            return node.get("type"), node
+        node = node.get("items", {})
+
+
+def _array(
+    node: dict[str, Any],
+    sample: Any,
+    defs: dict[str, Any],
+    path: str,
+    *,
+    action: bool,
+    expanding: frozenset[str],
+) -> Field:
+    leaf, item = _leaf_type(node, defs, expanding)
+    if leaf in ("number", "integer", "boolean"):
+        dtype = {"number": np.float64, "integer": np.int64, "boolean": np.int8}[leaf]
+        shape: tuple[int, ...] | None = None
+        if isinstance(sample, list) and sample:
+            try:
+                shape = np.asarray(sample, dtype=dtype).shape
+            except ValueError:  # ragged nested lists: no fixed shape
+                return _json_text([])
+        elif node.get("minItems") is not None and node.get("minItems") == node.get("maxItems"):
+            shape = (int(node["minItems"]),)
+        if shape is not None:
+            return _box(item, dtype, shape, path, leaf == "boolean")
+        # No length known (an action, or an empty first value): a variable-length sequence.
+        element = field_for(item, None, defs, path + "[]", action=action, expanding=expanding)
+        return Field(
+            spaces.Sequence(element.space, stack=True),
+            lambda v: np.asarray(v, dtype=dtype),
+            lambda a: np.asarray(a).tolist(),
+            lambda: np.zeros((0,), dtype=dtype),
+        )
+    items = node.get("items", {})
+    first = sample[0] if isinstance(sample, list) and sample else None
+    element = field_for(items, first, defs, path + "[]", action=action, expanding=expanding)
+    return Field(
+        spaces.Sequence(element.space),
+        lambda v: tuple(element.decode(x) for x in v),
+        lambda a: [element.encode(x) for x in a],
+        tuple,
+    )
+
+
+def _box(item: dict[str, Any], dtype: type, shape: tuple[int, ...], path: str, boolean: bool) -> Field:
+    if boolean:
+        space: spaces.Space[Any] = spaces.MultiBinary(list(shape) if shape else 1)
+    else:
+        integer = np.issubdtype(dtype, np.integer)
+        low, high = bounds(item, integer=integer)
+        if low is None:
+            low = -_INT_BOUND if integer else -np.inf
+        if high is None:
+            high = _INT_BOUND - 1 if integer else np.inf
+        space = spaces.Box(low=low, high=high, shape=shape, dtype=dtype)
+
+    def decode(value: Any) -> np.ndarray:
+        array = np.asarray(value, dtype=dtype)
+        if array.shape != shape:
+            raise ProtocolError(
+                f"{path} changed shape from {shape} (first observation) to {array.shape}. The generic "
+                "adapter needs fixed shapes; write an Adapter for this server (see openenv_lab.adapters)."
+            )
+        return array
+
+    return Field(space, decode, lambda a: np.asarray(a).tolist(), lambda: np.zeros(shape, dtype=dtype))
+
+
+def _object(
+    node: dict[str, Any],
+    sample: Any,
+    defs: dict[str, Any],
+    path: str,
+    *,
+    action: bool,
+    expanding: frozenset[str],
+) -> Field:
+    sample = sample if isinstance(sample, dict) else {}
+    fields = {
+        name: field_for(child, sample.get(name), defs, f"{path}.{name}", action=action, expanding=expanding)
+        for name, child in sorted(node["properties"].items())
+    }
+    return Field(
+        spaces.Dict({name: field.space for name, field in fields.items()}),
+        lambda v: {n: f.decode(v[n]) if v.get(n) is not None else f.empty() for n, f in fields.items()},
+        lambda a: {n: f.encode(a[n]) for n, f in fields.items()},
+        lambda: {n: f.empty() for n, f in fields.items()},
+    )
+
+
+def _json_text(sample_value: Any) -> Field:
+    def encode(text: Any) -> Any:
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"This action field takes JSON text (e.g. '{{\"key\": 1}}'), got {text!r}"
+            ) from None
+
+    return Field(
+        JSONText(sample_value=sample_value),
+        lambda v: json.dumps(v, sort_keys=True),
+        encode,
+        lambda: json.dumps(sample_value),
+    )
+
+
+def declared_field(space: spaces.Space[Any], path: str) -> Field:
+    """The `Field` of a value whose space is declared (a `openenv_lab.adapters.Spec`'s), not inferred."""
+    if isinstance(space, spaces.Box):
+        shape, dtype = space.shape, space.dtype
+
+        def decode(value: Any) -> np.ndarray:
+            array = np.asarray(value, dtype=dtype)
+            if array.shape != shape:
+                raise ProtocolError(f"{path} has shape {array.shape}, but its declared space is {space}")
+            return array
+
+        return Field(space, decode, lambda a: np.asarray(a).tolist(), lambda: np.zeros(shape, dtype=dtype))
+    if isinstance(space, spaces.Discrete):
+        return Field(space, int, int, lambda: int(space.start))
+    if isinstance(space, spaces.MultiBinary):
+        return Field(
+            space,
+            lambda v: np.asarray(v, dtype=np.int8),
+            lambda a: np.asarray(a).tolist(),
+            lambda: np.zeros(space.shape, dtype=np.int8),
+        )
+    if isinstance(space, spaces.Text):
+        return Field(space, str, str, str)
+    raise TypeError(
+        f"{path}: declare a Box, Discrete, MultiBinary or Text space (or None to infer), got {space}"
+    )

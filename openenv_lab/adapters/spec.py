@@ -1,0 +1,159 @@
+"""Specs: what the generic adapter cannot infer about an environment, declared in a few lines.
+
+A server's ``/schema`` says which fields exist and their types, not how many values an integer action
+takes, which observation field lists the legal actions, or the bounds of a board. A `Spec` says so, and
+`openenv_lab.adapters.GenericAdapter` (``gym.make("openenv/remote", ...)``) builds its spaces with it: a
+spec is the generic adapter configured, not a second mechanism. `SPECS` holds one for each official
+OpenEnv environment of ``huggingface/OpenEnv``'s ``envs/`` that we test against; ``openenv/remote`` picks
+the one whose ``servers`` names what the server reports of itself (its ``/metadata`` name, or its
+``/list_environments`` name), and ``spec=`` chooses one by name or passes your own:
+
+    >>> import numpy as np
+    >>> from gymnasium import spaces
+    >>> from openenv_lab.adapters import Spec
+    >>> connect4 = Spec(
+    ...     "connect4",
+    ...     action="column",                   # the action field
+    ...     actions=7,                         # it takes the values 0..6: Discrete(7)
+    ...     legal_actions="legal_actions",     # the observation lists the legal ones: a mask
+    ...     observation={"board": spaces.Box(-1, 1, (6, 7), np.int64)},
+    ... )
+    >>> connect4.action_values()
+    [0, 1, 2, 3, 4, 5, 6]
+
+A spec may also hand a server to one of our family adapters (``family="chess"``: the official
+``chess_env`` gets `openenv_lab.adapters.ChessAdapter`'s board planes and move encoding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["SPECS", "Spec", "find_spec"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What an environment's schema does not say (see the module docstring).
+
+    Args:
+        name: what ``spec="..."`` calls it.
+        servers: the names a server reports for which ``openenv/remote`` picks this spec by itself: its
+            ``GET /metadata`` name (``"Connect4Environment"``) or its environment name
+            (``"connect4_env"``, from ``GET /list_environments``).
+        action: the action field; by default the schema's one required field.
+        actions: the values the action takes: a count ``n`` (the integers ``0..n-1``) or the values
+            themselves. The action space is then ``Discrete(len(values))``.
+        legal_actions: the observation field that lists the legal action values; the observation then
+            carries an ``action_mask`` in its place, and the env has ``action_masks()``.
+        observation: the observation fields to keep: names (spaces inferred), or names with their spaces
+            (None for inferred). None keeps every field.
+        family: hand the server to one of our family adapters instead (``"chess"``, ``"atari"``).
+        description: one line about the environment, for the docs' compatibility table.
+    """
+
+    name: str
+    servers: tuple[str, ...] = ()
+    action: str | None = None
+    actions: int | Sequence[Any] | None = None
+    legal_actions: str | None = None
+    observation: Mapping[str, spaces.Space[Any] | None] | Sequence[str] | None = None
+    family: str | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        actions = self.actions
+        if (
+            actions is not None
+            and not isinstance(actions, (int, np.integer))
+            and not isinstance(actions, Sequence)
+        ):
+            raise ValueError(
+                f"Spec {self.name!r}: actions must be a count or a list of values, got {actions!r}"
+            )
+        if isinstance(actions, (int, np.integer)) and (isinstance(actions, bool) or actions < 1):
+            raise ValueError(f"Spec {self.name!r}: actions must be a positive count, got {actions!r}")
+        if isinstance(actions, (str, bytes)):
+            raise ValueError(f"Spec {self.name!r}: actions must be a count or a list of values, not text")
+
+    def action_values(self) -> list[Any] | None:
+        """The values the action takes, in the order of the ``Discrete`` indices (None: not declared)."""
+        if self.actions is None:
+            return None
+        if isinstance(self.actions, (int, np.integer)):
+            return list(range(int(self.actions)))
+        return list(self.actions)
+
+    def observation_spaces(self) -> dict[str, spaces.Space[Any] | None] | None:
+        """The observation fields to keep, each with its declared space or None (None: keep all)."""
+        if self.observation is None:
+            return None
+        if isinstance(self.observation, Mapping):
+            return dict(self.observation)
+        return dict.fromkeys(self.observation)
+
+    def matches(self, reported: Sequence[str]) -> bool:
+        """Whether a server reporting these names is this spec's (names compared without case)."""
+        mine = {name.lower() for name in self.servers}
+        return any(name.lower() in mine for name in reported)
+
+
+SPECS: dict[str, Spec] = {
+    spec.name: spec
+    for spec in (
+        Spec(
+            "connect4",
+            servers=("Connect4Environment", "connect4_env"),
+            action="column",
+            actions=7,
+            legal_actions="legal_actions",
+            observation={"board": spaces.Box(-1, 1, (6, 7), np.int64)},
+            description="Connect Four on a 6x7 board; -1 and the end of the game for a full column",
+        ),
+        Spec(
+            "maze",
+            servers=("MazeEnvironment", "maze_env"),
+            action="action",
+            actions=4,
+            legal_actions="legal_actions",
+            description="an 8x8 maze: moves that hit a wall are not legal; the exit is the goal",
+        ),
+        Spec(
+            "grid_world",
+            servers=("GridWorldEnvironment", "grid_world_env"),
+            observation={
+                "x": spaces.Box(0, 4, (), np.int64),
+                "y": spaces.Box(0, 4, (), np.int64),
+                "message": None,
+            },
+            description="a 5x5 grid, the goal at (4, 4)",
+        ),
+        Spec(
+            "echo_mcp",
+            servers=("EchoEnvironment", "echo_env"),
+            description="MCP tools that echo a message (echo_message, echo_with_length)",
+        ),
+        Spec(
+            "chess",
+            servers=("ChessEnvironment", "chess_env"),
+            family="chess",
+            description="chess vs moonfish",
+        ),
+        Spec(
+            "atari", servers=("AtariEnvironment", "atari_env"), family="atari", description="the ALE's games"
+        ),
+    )
+}
+
+
+def find_spec(reported: Sequence[str]) -> Spec | None:
+    """The spec of `SPECS` for a server reporting these names, if one is there."""
+    for spec in SPECS.values():
+        if spec.matches(reported):
+            return spec
+    return None

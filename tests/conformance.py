@@ -1,0 +1,118 @@
+"""The official OpenEnv environments, started from an unmodified copy of huggingface/OpenEnv.
+
+`ROOT` is that copy: ``$OPENENV_LAB_CONFORMANCE`` if set, else ``shared/conformance/openenv-385de5eb``
+beside this checkout (where the project's machines keep it). Outside those machines, point the variable
+at a ``git clone https://github.com/huggingface/OpenEnv`` checked out at commit 385de5eb; tests that need
+it are skipped, saying so, when it is not there.
+
+`OfficialServer` runs one of its environments exactly as its README says (``python -m uvicorn
+envs.<name>.server.app:app``, from the copy's root), on a free loopback port.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+COMMIT = "385de5eb"
+ENVIRONMENTS = ("connect4_env", "maze_env", "grid_world_env", "echo_env", "chess_env", "atari_env")
+
+
+def _root() -> Path | None:
+    given = os.environ.get("OPENENV_LAB_CONFORMANCE")
+    candidates = [Path(given)] if given else []
+    here = Path(__file__).resolve().parent.parent
+    candidates += [parent / "shared" / "conformance" / f"openenv-{COMMIT}" for parent in here.parents]
+    for candidate in candidates:
+        if (candidate / "envs").is_dir() and (candidate / "tests").is_dir():
+            return candidate
+    return None
+
+
+ROOT = _root()
+MISSING = (
+    "The official OpenEnv environments are not here: set OPENENV_LAB_CONFORMANCE to a checkout of "
+    f"huggingface/OpenEnv at commit {COMMIT} (the project's machines keep one in shared/conformance/)"
+)
+
+
+def require() -> Path:
+    """`ROOT`, or skip the calling test saying why."""
+    if ROOT is None:
+        pytest.skip(MISSING)
+    return ROOT
+
+
+class OfficialServer:
+    """An official environment's server in a subprocess of its own, stopped by `stop` (or ``with``)."""
+
+    def __init__(
+        self, name: str, *, environment: dict[str, str] | None = None, startup: float = 90.0
+    ) -> None:
+        root = require()
+        if name == "chess_env":
+            pytest.importorskip(
+                "moonfish", reason="the official chess_env plays with moonfish (pip install moonfish)"
+            )
+        if name == "atari_env":
+            pytest.importorskip("ale_py", reason="the official atari_env needs ale-py")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.name = name
+        self.url = f"http://127.0.0.1:{port}"
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                f"envs.{name}.server.app:app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root), **(environment or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + startup
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"The official {name} exited at start:\n{self.process.stderr.read()[-3000:]}"
+                )
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"The official {name} did not answer /health within {startup:g} s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+    def __enter__(self) -> OfficialServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
