@@ -38,7 +38,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
 
-from ..client import Client, ProtocolError, StepResult
+from ..client import Client, EnvironmentMismatch, ProtocolError, StepResult
 from ..preprocessing import split_preprocessing
 from ..screen_delta import apply_delta
 from .base import Adapter, Transition, base_info
@@ -240,6 +240,7 @@ class AtariAdapter(Adapter):
         self.lives = 0
         self.game_over = False
         self._action_meanings: list[str] = []
+        self.served_game: str | None = None  # what the server's reset metadata says it runs
 
     def get_action_meanings(self) -> list[str]:
         """What each action does, e.g. ``['NOOP', 'FIRE', 'RIGHT', 'LEFT', 'RIGHTFIRE', 'LEFTFIRE']``."""
@@ -375,6 +376,7 @@ class AtariAdapter(Adapter):
             "obs_type": self.settings.get("obs_type"),
             "action_meanings": self.get_action_meanings(),
             "preprocessing": None if self.preprocessing is None else self.preprocessing.to_json(),
+            "served_game": self.served_game,
         }
 
     def _apply_delta(self, delta: bytes, shape: tuple[int, ...], base: Any) -> np.ndarray:
@@ -391,6 +393,21 @@ class AtariAdapter(Adapter):
             raise ProtocolError(f"The server sent a malformed screen delta: {exc}") from None
 
     def _read_action_meanings(self, metadata: dict[str, Any]) -> None:
+        """Read a reset's metadata: the game's action meanings, and the game the server says it runs
+        (refused when it is not the one asked for, unless the env is made with ``check_identity=False``)."""
+        served = metadata.get("game_name")
+        if served is not None:
+            self.served_game = str(served)
+            asked = self.settings.get("game")
+            if self.check_identity and asked is not None and game_id(self.served_game) != asked:
+                raise EnvironmentMismatch(
+                    f"game={asked!r} was asked for, but the server runs {self.served_game!r} (the official "
+                    "atari_env plays the game it was started with: ATARI_GAME). Start the server with that "
+                    "game, use our server (it plays the game each reset asks for), or pass "
+                    "check_identity=False to play what the server runs.",
+                    asked=asked,
+                    reported=self.served_game,
+                )
         if "action_meanings" in metadata:
             # The official server sends "Action.NOOP"; ale-py's names are "NOOP".
             self._action_meanings = [str(m).removeprefix("Action.") for m in metadata["action_meanings"]]
