@@ -59,15 +59,16 @@ TERMINAL_REASONS = frozenset(
 #: End reasons that cut a game short: truncation. Any other reason (including ones a server invents,
 #: such as a resignation) ends the game for good: termination.
 TRUNCATION_REASONS = frozenset({"move_limit"})
-_RESET_OPTIONS = ("opponent", "agent_color", "opponent_depth", "max_moves")
+_RESET_OPTIONS = ("opponent", "agent_color", "opponent_depth", "max_moves", "gamma")
 
 
 class ChessAdapter(Adapter):
     """Gymnasium spaces for OpenEnv chess servers.
 
     Args:
-        opponent, agent_color, opponent_depth, max_moves: sent with every reset (our server honours
-            them; the official server ignores them). ``None`` leaves the server's default.
+        opponent, agent_color, opponent_depth, max_moves, gamma: sent with every reset (our server honours
+            them; the official server ignores them). ``None`` leaves the server's default. ``gamma``
+            discounts the ``discounted_rewards`` the server puts in the metadata at a game's end.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -91,9 +92,10 @@ class ChessAdapter(Adapter):
         agent_color: str | None = None,
         opponent_depth: int | None = None,
         max_moves: int | None = None,
+        gamma: float | None = None,
     ) -> None:
-        _check_options(opponent, agent_color, opponent_depth, max_moves)
-        values = (opponent, agent_color, opponent_depth, max_moves)
+        _check_options(opponent, agent_color, opponent_depth, max_moves, gamma)
+        values = (opponent, agent_color, opponent_depth, max_moves, gamma)
         self.reset_options = {k: v for k, v in zip(_RESET_OPTIONS, values, strict=True) if v is not None}
         self.observation_space = spaces.Dict(
             {
@@ -318,7 +320,7 @@ def _draw_board(board: chess.Board, last_move: str | None, *, white_at_bottom: b
     return np.asarray(image, dtype=np.uint8).copy()
 
 
-def _check_options(opponent: Any, agent_color: Any, opponent_depth: Any, max_moves: Any) -> None:
+def _check_options(opponent: Any, agent_color: Any, opponent_depth: Any, max_moves: Any, gamma: Any) -> None:
     """Refuse, at make, options no chess server could take (the server checks the opponent's name)."""
     if opponent is not None and not isinstance(opponent, str):
         raise ValueError(f"opponent must be an opponent's name such as 'random', got {opponent!r}")
@@ -329,3 +331,7 @@ def _check_options(opponent: Any, agent_color: Any, opponent_depth: Any, max_mov
             not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1
         ):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if gamma is not None and (
+        isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0 <= gamma <= 1
+    ):
+        raise ValueError(f"gamma must be a discount factor in [0, 1], got {gamma!r}")

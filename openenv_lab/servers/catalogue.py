@@ -82,6 +82,7 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
             ),
             ServerOption("opponent_depth", int, 2, "search depth of the minimax and stockfish opponents"),
             ServerOption("max_moves", int, 500, "half-moves (both sides) before a game is cut as a draw"),
+            ServerOption("gamma", float, 0.99, "discount of the discounted_rewards at a game's end"),
         ),
     ),
     "atari": BundledServer(

@@ -16,8 +16,15 @@ compatibility:
   ``fivefold_repetition``, or ``move_limit``), the opponent's reply (``opponent_move``), the agent's colour
   and the ply count;
 - a step after the game ended is refused with an error instead of scoring another illegal move;
-- ``state.step_count`` counts the agent's steps since reset (the official server counts both sides'
-  moves), and ``episode_id`` from ``reset`` is kept, as OpenEnv's validator expects.
+- as on the official server: ``state.step_count`` counts the half-moves of both sides since reset (an
+  illegal move changes nothing, so it does not count), ``opponent="moonfish"`` is accepted (our minimax
+  plays it, at the same depth: moonfish itself is not a dependency), ``opponent=None`` is self-play, and
+  ``gamma`` (default 0.99) sets the discount of ``metadata["discounted_rewards"]`` at the end of a game
+  (``gamma**(T-1-t)`` times the final reward for the agent's move ``t`` of ``T``); ``episode_id`` from
+  ``reset`` is kept, as OpenEnv's validator expects.
+
+One deliberate difference: in self-play (``opponent="none"``) the reward is the mover's (+1 for the move
+that mates), where the official server scores every move from the colour it assigned the agent.
 
 Rules: the game is drawn when a position occurs for the third time or the half-move clock reaches 100
 (as on the official server; python-chess's "claimable" draws are not anticipated); ``max_moves``
@@ -42,7 +49,7 @@ from .chess_opponents import MAX_DEPTH, OPPONENTS, STOCKFISH_MISSING, Opponent, 
 __all__ = ["ChessAction", "ChessEnvironment", "ChessObservation", "ChessState", "make_app"]
 
 ILLEGAL_MOVE_REWARD = -0.1
-_SEARCHING_OPPONENTS = frozenset({"minimax", "stockfish"})
+_SEARCHING_OPPONENTS = frozenset({"minimax", "moonfish", "stockfish"})
 COLOURS = ("white", "black", "random")
 
 
@@ -55,7 +62,7 @@ class ChessAction(Action):
 class ChessObservation(Observation):
     """The position the agent must move in (after the opponent's reply)."""
 
-    fen: str = Field(default=chess.STARTING_FEN, description="The position in FEN")
+    fen: str = Field(default="", description="The position in FEN")
     legal_moves: list[str] = Field(default_factory=list, description="Legal moves in UCI notation")
     is_check: bool = Field(default=False, description="Whether the side to move is in check")
     result: str | None = Field(
@@ -86,19 +93,25 @@ class ChessEnvironment(ServerEnvironment):
 
     def __init__(
         self,
-        opponent: str = "random",
-        agent_color: str = "random",
+        opponent: str | None = "random",
+        agent_color: str | None = "random",
         opponent_depth: int = 2,
         max_moves: int = 500,
+        gamma: float = 0.99,
     ) -> None:
         super().__init__()
-        _check_options(opponent, agent_color, opponent_depth, max_moves)
+        opponent = "none" if opponent is None else opponent  # the official server's self-play
+        agent_color = "random" if agent_color is None else agent_color
+        _check_options(opponent, agent_color, opponent_depth, max_moves, gamma)
         self._defaults = {
             "opponent": opponent,
             "agent_color": agent_color,
             "opponent_depth": opponent_depth,
             "max_moves": max_moves,
+            "gamma": gamma,
         }
+        self._gamma = gamma  # the official server's name for it
+        self._agent_moves = 0
         self._opponent: Opponent | None = None  # built on first use: Stockfish is a process
         self._opponent_key: tuple[str, int] = ("none", opponent_depth)
         self._rng = random.Random()
@@ -121,12 +134,13 @@ class ChessEnvironment(ServerEnvironment):
         opponent: str | None = None,
         opponent_depth: int | None = None,
         max_moves: int | None = None,
+        gamma: float | None = None,
         **unknown: Any,
     ) -> ChessObservation:
         if unknown:
             raise ValueError(
                 f"Unknown reset option(s) {sorted(unknown)}; the chess server takes seed, episode_id, "
-                "fen, agent_color, opponent, opponent_depth and max_moves"
+                "fen, agent_color, opponent, opponent_depth, max_moves and gamma"
             )
         settings = dict(self._defaults)
         for key, value in (
@@ -134,12 +148,19 @@ class ChessEnvironment(ServerEnvironment):
             ("opponent", opponent),
             ("opponent_depth", opponent_depth),
             ("max_moves", max_moves),
+            ("gamma", gamma),
         ):
             if value is not None:
                 settings[key] = value
         _check_options(
-            settings["opponent"], settings["agent_color"], settings["opponent_depth"], settings["max_moves"]
+            settings["opponent"],
+            settings["agent_color"],
+            settings["opponent_depth"],
+            settings["max_moves"],
+            settings["gamma"],
         )
+        self._gamma = float(settings["gamma"])
+        self._agent_moves = 0
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
 
@@ -178,7 +199,6 @@ class ChessEnvironment(ServerEnvironment):
             raise ValueError(
                 f"The game is over ({self._end_reason}, {self._result}); send a reset to start a new one"
             )
-        self._update_state(step_count=self._state.step_count + 1)
         metadata: dict[str, Any] = {"agent_color": self._state.agent_color}
         try:
             move = chess.Move.from_uci(action.move.strip())
@@ -189,6 +209,7 @@ class ChessEnvironment(ServerEnvironment):
             return self._observation(reward=ILLEGAL_MOVE_REWARD, metadata=metadata)
 
         self._push(move)
+        self._agent_moves += 1
         reward = self._check_game_over()
         if self._end_reason is None and self._has_opponent:
             try:
@@ -196,9 +217,13 @@ class ChessEnvironment(ServerEnvironment):
             except BaseException:
                 # Never leave the agent to move the opponent's pieces: take the move back.
                 self._pop()
-                self._update_state(step_count=self._state.step_count - 1)
+                self._agent_moves -= 1
                 raise
             reward = self._check_game_over()
+        if self._end_reason is not None:
+            moves = self._agent_moves
+            metadata["discounted_rewards"] = [self._gamma ** (moves - 1 - t) * reward for t in range(moves)]
+            metadata["gamma"] = self._gamma
         return self._observation(reward=reward, metadata=metadata)
 
     def step_in_thread(self) -> bool:
@@ -229,12 +254,12 @@ class ChessEnvironment(ServerEnvironment):
     def _push(self, move: chess.Move) -> None:
         self._board.push(move)
         self._state.move_history.append(move.uci())
-        self._update_state(ply=self._state.ply + 1)
+        self._update_state(ply=self._state.ply + 1, step_count=self._state.ply + 1)
 
     def _pop(self) -> None:
         self._board.pop()
         self._state.move_history.pop()
-        self._update_state(ply=self._state.ply - 1)
+        self._update_state(ply=self._state.ply - 1, step_count=self._state.ply - 1)
 
     def _play_opponent(self) -> str:
         if self._opponent is None:
@@ -288,7 +313,9 @@ class ChessEnvironment(ServerEnvironment):
         )
 
 
-def _check_options(opponent: str, agent_color: str, opponent_depth: int, max_moves: int) -> None:
+def _check_options(
+    opponent: str, agent_color: str, opponent_depth: int, max_moves: int, gamma: float = 0.99
+) -> None:
     if opponent not in OPPONENTS:
         raise ValueError(f"Unknown opponent {opponent!r}; choose one of {', '.join(OPPONENTS)}")
     if opponent == "stockfish" and find_stockfish() is None:
@@ -303,6 +330,8 @@ def _check_options(opponent: str, agent_color: str, opponent_depth: int, max_mov
         )
     if not isinstance(max_moves, int) or max_moves < 1:
         raise ValueError(f"max_moves must be a positive integer, got {max_moves!r}")
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be a discount factor in [0, 1], got {gamma!r}")
 
 
 def _board_from_fen(fen: str | None) -> chess.Board:
@@ -328,16 +357,18 @@ def make_app(
     agent_color: str = "random",
     opponent_depth: int = 2,
     max_moves: int = 500,
+    gamma: float = 0.99,
     max_sessions: int = 64,
 ) -> Any:
     """The FastAPI app of the chess server; the arguments are defaults each reset can override."""
-    _check_options(opponent, agent_color, opponent_depth, max_moves)
+    _check_options(opponent, agent_color, opponent_depth, max_moves, gamma)
     factory = functools.partial(
         ChessEnvironment,
         opponent=opponent,
         agent_color=agent_color,
         opponent_depth=opponent_depth,
         max_moves=max_moves,
+        gamma=gamma,
     )
     return build_app(
         factory,

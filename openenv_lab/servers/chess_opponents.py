@@ -21,9 +21,20 @@ from typing import Protocol
 
 import chess
 
-__all__ = ["MAX_DEPTH", "OPPONENTS", "STOCKFISH_MISSING", "Opponent", "find_stockfish", "make_opponent"]
+__all__ = [
+    "MAX_DEPTH",
+    "OPPONENTS",
+    "STAND_INS",
+    "STOCKFISH_MISSING",
+    "Opponent",
+    "find_stockfish",
+    "make_opponent",
+]
 
-OPPONENTS = ("random", "greedy", "minimax", "stockfish", "none")
+OPPONENTS = ("random", "greedy", "minimax", "moonfish", "stockfish", "none")
+#: Names the official chess_env takes, played here by our own engine: moonfish (a Python engine that is
+#: not a dependency of ours) by our minimax at the same depth.
+STAND_INS = {"moonfish": "minimax"}
 STOCKFISH_MISSING = (
     "opponent='stockfish' needs the Stockfish engine, which was not found: install it "
     "(apt install stockfish, brew install stockfish) or set OPENENV_LAB_STOCKFISH to its path"
@@ -40,7 +51,7 @@ _VALUES = {
 _MATE = 100_000
 _INFINITY = 10 * _MATE  # below any mate score, however deep the mate
 #: The deepest search each searching opponent accepts (minimax at depth 4 takes about a second).
-MAX_DEPTH = {"minimax": 4, "stockfish": 30}
+MAX_DEPTH = {"minimax": 4, "moonfish": 4, "stockfish": 30}
 
 
 class Opponent(Protocol):
@@ -167,7 +178,7 @@ def make_opponent(name: str, depth: int = 2) -> Opponent | None:
         return RandomOpponent()
     if name == "greedy":
         return GreedyOpponent()
-    if name == "minimax":
+    if name in ("minimax", "moonfish"):
         return MinimaxOpponent(depth)
     if name == "stockfish":
         path = find_stockfish()

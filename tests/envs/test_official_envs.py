@@ -195,7 +195,7 @@ def test_official_connect4_trains_maskable_ppo_for_a_tiny_budget():
 def test_an_atari_game_the_server_does_not_run_is_refused_naming_both():
     with OfficialServer("atari_env", environment={"ATARI_OBS_TYPE": "ram"}) as server:
         with pytest.raises(
-            openenv_lab.EnvironmentMismatch, match="game='breakout' was asked for.*'pong'"
+            openenv_lab.EnvironmentMismatch, match=r"game='breakout' was asked for.*'pong'"
         ) as raised:
             gym.make("openenv/atari", game="breakout", base_url=server.url)
         assert (raised.value.asked, raised.value.reported) == ("breakout", "pong")

@@ -53,7 +53,7 @@ def test_illegal_and_unparseable_moves_cost_a_tenth_and_change_nothing():
         assert not obs.done
         assert obs.fen == before.fen
         assert obs.metadata["illegal_move"] == move
-    assert env.state.step_count == 3
+    assert env.state.step_count == 0  # half-moves played, as the official server counts: none
 
 
 def test_checkmate_by_the_agent_is_won():
@@ -141,15 +141,31 @@ def test_bad_reset_options_are_errors_not_silence():
         env.reset(seed=-1)
 
 
-def test_state_counts_agent_steps_and_keeps_the_episode_id():
+def test_state_counts_half_moves_as_the_official_server_and_keeps_the_episode_id():
     env = ChessEnvironment()
     obs = env.reset(seed=2, episode_id="ep-7", agent_color="white")
     env.step(ChessAction(move=obs.legal_moves[0]))
     state = env.state
     assert state.episode_id == "ep-7"
-    assert state.step_count == 1
+    assert state.step_count == 2  # the agent's move and the opponent's reply
     assert state.ply == 2 and len(state.move_history) == 2
     assert state.agent_color == "white" and state.seed == 2
+    black = env.reset(seed=2, agent_color="black")  # the opponent opens: one half-move already
+    assert env.state.step_count == 1 and black.fen.split()[1] == "b"
+
+
+@pytest.mark.parametrize("gamma", [0.99, 0.5])
+def test_a_games_end_carries_discounted_rewards_as_the_official_server(gamma):
+    env = ChessEnvironment(opponent="none", agent_color="white", gamma=gamma)
+    env.reset(fen="6k1/5ppp/8/8/8/8/8/4R2K w - - 0 1")  # back-rank mate in one
+    obs = env.step(ChessAction(move="e1e8"))
+    assert obs.done and obs.reward == 1.0
+    assert obs.metadata["discounted_rewards"] == [1.0] and obs.metadata["gamma"] == gamma
+    env.reset(fen="6k1/5ppp/8/8/8/8/8/3R3K w - - 0 1")  # self-play: a quiet move, the king steps aside
+    for move in ("d1e1", "g8h8"):
+        assert env.step(ChessAction(move=move)).metadata.get("discounted_rewards") is None
+    obs = env.step(ChessAction(move="e1e8"))  # mate: every move of the game, discounted from the last
+    assert obs.done and obs.metadata["discounted_rewards"] == [gamma**2, gamma, 1.0]
 
 
 @pytest.mark.parametrize("name", ["random", "greedy", "minimax"])
