@@ -44,9 +44,20 @@ def run_official(test_file: str, shim: Path) -> dict[str, str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     report = shim / "report.xml"
+    official = str(require() / "tests" / test_file)
+    options = [
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "--rootdir",
+        str(shim),
+        "--junitxml",
+        str(report),
+    ]
     subprocess.run(
-        [sys.executable, "-m", "pytest", str(require() / "tests" / test_file), "-q", "-p", "no:cacheprovider"]
-        + ["-o", "addopts=", "--rootdir", str(shim), "--junitxml", str(report)],  # noqa: RUF005
+        [sys.executable, "-m", "pytest", official, *options],
         cwd=shim,
         env={"PYTHONPATH": str(shim), "PATH": "/usr/bin:/bin"},
         capture_output=True,
