@@ -8,7 +8,7 @@ Example:
     >>> sorted(BUNDLED_SERVERS)
     ['atari', 'chess', 'echo', 'finrl']
     >>> [option.name for option in BUNDLED_SERVERS["chess"].options]
-    ['opponent', 'agent_color', 'opponent_depth', 'max_moves']
+    ['opponent', 'agent_color', 'opponent_depth', 'max_moves', 'gamma']
 """
 
 from __future__ import annotations

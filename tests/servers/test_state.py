@@ -46,9 +46,9 @@ def test_chess_state_follows_the_board():
     board.push_uci("e2e4")
     board.push_uci(env.state.move_history[-1])  # the opponent's reply
     state = _valid(env.state)
-    assert (state.step_count, state.ply, state.fen) == (1, 2, board.fen())
+    assert (state.step_count, state.ply, state.fen) == (2, 2, board.fen())  # half-moves, as the official
     assert state.current_player == "white"
-    env.step(ChessAction(move="e2e5"))  # illegal: a step that moves nothing
+    env.step(ChessAction(move="e2e5"))  # illegal: a step that moves nothing, and counts nothing
     after = _valid(env.state)
     assert (after.step_count, after.ply, after.fen) == (2, 2, board.fen())
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def judge(secret: int, guess: int, guesses: int) -> tuple[str, float, bool]:
     if guess == secret:
@@ -18,7 +16,7 @@ def binary_search(env, seed: int) -> int:
     guesses = 0
     while True:
         guess = (low + high) // 2
-        obs, _, terminated, truncated, _ = env.step(np.array(guess))
+        obs, _, terminated, truncated, _ = env.step(guess)
         guesses += 1
         if obs["hint"] == "correct" or terminated or truncated:
             return guesses
