@@ -3,6 +3,7 @@
 openenv-lab serve chess --port 8000 --opponent minimax     # an OpenEnv server for use from elsewhere
 openenv-lab serve chess --port 0 --replicas 4             # four of them, each its own process
 openenv-lab docker build chess --base-image IMG            # our chess server as a container image
+openenv-lab docker run --space owner/name --trust-remote-code  # a Hub Space's image, on this machine
 openenv-lab bench chess --base-url http://host:8000        # latency, bytes, sessions, seeds
 openenv-lab play chess --games 3 --pgn games.pgn          # random agent vs the embedded server
 """
@@ -96,6 +97,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     build.add_argument("--tag", default=None, help="image tag (default: openenv-lab/SERVER:VERSION)")
     build.set_defaults(command="docker", run=_docker_build)
+    run = docker_commands.add_parser(
+        "run", help="run a server's container on 127.0.0.1 until Ctrl+C", description=_docker_run.__doc__
+    )
+    which = run.add_mutually_exclusive_group(required=True)
+    which.add_argument("server", nargs="?", choices=sorted(BUNDLED_SERVERS), help="one of our servers")
+    which.add_argument("--image", help="any OpenEnv image (its server listening on port 8000)")
+    which.add_argument("--space", help="a Hugging Face Space 'owner/name': runs its image")
+    run.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="with --space: run the Space's image, code written by its owner, on this machine",
+    )
+    run.add_argument("--port", type=_parse_port, default=None, help="port on 127.0.0.1 (default: a free one)")
+    run.add_argument("--memory", default=None, help="memory limit, e.g. 2g")
+    run.add_argument("--token", default=None, help="registry token for a private Space (default: $HF_TOKEN)")
+    run.set_defaults(command="docker", run=_docker_run)
     prune = docker_commands.add_parser(
         "prune", help="remove containers left by processes that died", description=_docker_prune.__doc__
     )
@@ -245,6 +262,53 @@ def _docker_build(args: argparse.Namespace) -> int:
         return 1
     print(f"built {tag}: gym.make('openenv/{args.server}', launcher='docker') uses it")
     return 0
+
+
+def _docker_run(args: argparse.Namespace) -> int:
+    """Run the container of one of our servers, of any OpenEnv image or of a Hugging Face Space's image on
+    127.0.0.1, print its URL, and stop and remove it on Ctrl+C."""
+    import os
+
+    from .client.errors import LaunchError
+    from .client.spaces import TOKEN_VARIABLE, space_image
+    from .launch import DockerServer
+
+    try:
+        if args.space is not None:
+            if not args.trust_remote_code:
+                print(
+                    f"openenv-lab docker run: the image of {args.space} is code written by the Space's "
+                    "owner; add --trust-remote-code to run it on this machine",
+                    file=sys.stderr,
+                )
+                return 2
+            token = args.token or os.environ.get(TOKEN_VARIABLE)
+            server = DockerServer(
+                image=space_image(args.space),
+                host_port=args.port,
+                memory=args.memory,
+                pull=True,
+                registry_token=token,
+            )
+        else:
+            server = DockerServer(args.server, image=args.image, host_port=args.port, memory=args.memory)
+    except ValueError as exc:
+        print(f"openenv-lab docker run: {exc}", file=sys.stderr)
+        return 2
+    try:
+        url = server.start()
+        print(f"{server.image} at {url} (Ctrl+C stops and removes it)", flush=True)
+        while server.running:
+            time.sleep(0.5)
+        print("openenv-lab docker run: the container exited", file=sys.stderr)
+        return 1
+    except LaunchError as exc:
+        print(f"openenv-lab docker run: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
 
 
 def _docker_prune(args: argparse.Namespace) -> int:

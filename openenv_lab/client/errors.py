@@ -97,7 +97,16 @@ class SessionClosed(TransportError):
 
 
 class ProtocolError(OpenEnvError):
-    """The peer answered, but not as an OpenEnv server would (wrong route, malformed reply)."""
+    """The peer answered, but not as an OpenEnv server would (wrong route, malformed reply).
+
+    Attributes:
+        status: the HTTP status of the answer (e.g. 404 for a missing route, 501 for a route the
+            environment does not implement), when the error is one; else None.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, url=url)
+        self.status = status
 
 
 class EnvironmentMismatch(ProtocolError):

@@ -57,6 +57,7 @@ class Client:
         self.headers = dict(headers or {})
         self._http: httpx.Client | None = None  # made on first use: many users only open sessions
         self._mcp_id = 0
+        self._task_env_name: str | None = None
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: ``{"status": "healthy"}`` when the server is up."""
@@ -100,6 +101,56 @@ class Client:
             listed = []
         names += [str(name) for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
         return [name for name in names if name]
+
+    # ------------------------------------------------------------------ openenv 0.10's task API
+
+    def splits(self) -> list[dict[str, Any]]:
+        """``GET /{env}/splits``: the task splits (``{"name", "type"}``), or ``[]`` when the server offers
+        no tasks (no such route, or the environment does not implement it: HTTP 404 or 501)."""
+        try:
+            answer = self.get(f"/{self._task_env()}/splits")
+        except ProtocolError as exc:
+            if exc.status in (404, 501):
+                return []
+            raise
+        return [split for split in answer if isinstance(split, dict)] if isinstance(answer, list) else []
+
+    def tasks(self, split: str, start: int | None = None, stop: int | None = None) -> list[Any]:
+        """The task specs of ``split`` (``POST /{env}/tasks``), or of ``[start, stop)`` of it
+        (``/{env}/task_range``)."""
+        if start is None and stop is None:
+            answer = self.post(f"/{self._task_env()}/tasks", {"split": split})
+        else:
+            answer = self.post(
+                f"/{self._task_env()}/task_range", {"split": split, "start": start, "stop": stop}
+            )
+        tasks = answer.get("tasks") if isinstance(answer, dict) else None
+        if not isinstance(tasks, list):
+            raise ProtocolError(
+                f"{self.base_url} answered {answer!r} for the tasks of {split!r}", url=self.base_url
+            )
+        return tasks
+
+    def num_tasks(self, split: str) -> int:
+        """``POST /{env}/num_tasks``: how many tasks ``split`` holds."""
+        return int(self.post(f"/{self._task_env()}/num_tasks", {"split": split})["num_tasks"])
+
+    def task(self, split: str, index: int) -> Any:
+        """``POST /{env}/task``: the task spec at ``index`` of ``split``."""
+        return self.post(f"/{self._task_env()}/task", {"split": split, "index": index})["task"]
+
+    def _task_env(self) -> str:
+        """The ``{env}`` of the task routes: the first name ``/list_environments`` gives, else /metadata's."""
+        if self._task_env_name is None:
+            try:
+                listed = self.get("/list_environments")
+            except ProtocolError:
+                listed = None
+            if isinstance(listed, list) and listed and isinstance(listed[0], str):
+                self._task_env_name = listed[0]
+            else:
+                self._task_env_name = str(self.metadata().get("name", "env"))
+        return self._task_env_name
 
     def mcp(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """One JSON-RPC call to the server's ``POST /mcp`` (``"tools/list"``, ``"tools/call"``...): its
@@ -160,9 +211,14 @@ class Client:
             raise ProtocolError(
                 f"{url} answered 404: this server has no such route. Is it an OpenEnv server?",
                 url=url,
+                status=404,
             )
         if response.status_code >= 400:
-            raise ProtocolError(f"{url} answered HTTP {response.status_code}: {response.text[:300]}", url=url)
+            raise ProtocolError(
+                f"{url} answered HTTP {response.status_code}: {response.text[:300]}",
+                url=url,
+                status=response.status_code,
+            )
         try:
             return response.json()
         except ValueError:

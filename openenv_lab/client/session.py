@@ -256,8 +256,8 @@ def _refusal(status: int, base_url: str, url: str) -> OpenEnvError:
     """The error for an HTTP status answered to the WebSocket upgrade."""
     if status in (401, 403):
         return ConnectError(
-            f"{base_url} refused the session with HTTP {status}: it needs credentials. Pass "
-            "headers={'Authorization': 'Bearer <token>'} (e.g. a Hugging Face token for a private Space).",
+            f"{base_url} refused the session with HTTP {status}: it needs credentials. Pass token='<token>' "
+            "to make() (a Hugging Face token for a private Space), or headers={'Authorization': ...}.",
             url=url,
         )
     if status >= 500:

@@ -6,6 +6,7 @@ Shared by `OpenEnvEnv` and `OpenEnvVectorEnv`, so both refuse the same arguments
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,17 +16,43 @@ from gymnasium.vector import AutoresetMode
 from ..adapters import ADAPTERS, Adapter, GenericAdapter
 from ..adapters.spec import find_spec
 from ..client import Client, OpenEnvError
-from ..launch import DockerServer, Launcher, RemoteServer, max_sessions_for, shared_embedded_server
+from ..client.spaces import TOKEN_VARIABLE, space_headers, space_image
+from ..launch import (
+    DockerServer,
+    Launcher,
+    RemoteServer,
+    SpaceServer,
+    max_sessions_for,
+    shared_embedded_server,
+)
 
 __all__ = [
+    "Where",
     "adapter_for_server",
     "autoreset_mode",
     "check_render_mode",
     "check_reset_mask",
     "make_adapter",
     "make_launcher",
+    "request_headers",
     "server_urls",
 ]
+
+
+class Where:
+    """Where the user said the server is: ``base_url``, ``launcher``, ``image``, or a Hub ``space``."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        launcher: str | Launcher = "embedded",
+        image: str | None = None,
+        space: str | None = None,
+        token: str | bool | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        self.base_url, self.launcher, self.image = base_url, launcher, image
+        self.space, self.token, self.trust_remote_code = space, token, trust_remote_code
 
 
 def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
@@ -72,16 +99,46 @@ def check_render_mode(adapter: Adapter, render_mode: str | None) -> None:
     )
 
 
-def make_launcher(
-    adapter: Adapter,
-    base_url: str | None,
-    launcher: str | Launcher,
-    image: str | None,
-    sessions: int = 1,
-) -> tuple[Launcher, bool]:
+def request_headers(where: Where, headers: dict[str, str] | None) -> dict[str, str] | None:
+    """The headers of every request: ``headers``, plus a Space's token (``token=``, else ``$HF_TOKEN``), or
+    the ``token=`` given for a ``base_url`` (``$HF_TOKEN`` is never sent to a URL the user typed)."""
+    if where.space is not None and where.launcher == "docker":
+        return headers  # the Space's image runs here: the token was for the registry
+    if where.space is not None or isinstance(where.token, str):
+        return space_headers(where.token, headers)
+    return headers
+
+
+def _space_launcher(adapter: Adapter, where: Where) -> tuple[Launcher, bool]:
+    assert where.space is not None
+    if where.base_url is not None or where.image is not None:
+        raise ValueError("space= names the server: drop base_url= and image=, or space=")
+    if adapter.server_options:
+        raise ValueError(
+            f"{sorted(adapter.server_options)} configure our embedded servers, not a Space: drop them"
+        )
+    if where.launcher == "docker":
+        if not where.trust_remote_code:
+            raise ValueError(
+                f"launcher='docker' runs the image of the Space {where.space}, code written by its owner, on "
+                "this machine: pass trust_remote_code=True if you trust it"
+            )
+        token = where.token if isinstance(where.token, str) else None
+        if where.token is None:
+            token = os.environ.get(TOKEN_VARIABLE) or None
+        return DockerServer(image=space_image(where.space), pull=True, registry_token=token), True
+    if where.launcher != "embedded":
+        raise ValueError("space= names the server: drop the launcher object, or space=")
+    return SpaceServer(where.space, token=where.token), False
+
+
+def make_launcher(adapter: Adapter, where: Where, sessions: int = 1) -> tuple[Launcher, bool]:
     """The launcher for these arguments, and whether the env owns it (stops it on close).
 
     ``sessions`` is how many sessions a server started here must hold (a vector env's ``num_envs``)."""
+    if where.space is not None:
+        return _space_launcher(adapter, where)
+    base_url, launcher, image = where.base_url, where.launcher, where.image
     options = dict(adapter.server_options)
     if base_url is not None:
         if options:
@@ -120,17 +177,15 @@ def _room(server_name: str, sessions: int) -> int | None:
 
 
 def server_urls(
-    adapter: Adapter,
-    num_envs: int,
-    base_url: str | None,
-    base_urls: Sequence[str] | None,
-    launcher: str | Launcher,
-    image: str | None,
+    adapter: Adapter, num_envs: int, where: Where, base_urls: Sequence[str] | None
 ) -> tuple[list[str], Launcher | None]:
     """The servers of a vector env's sessions, and the launcher it owns (to stop on close), if any."""
+    base_url, launcher, image = where.base_url, where.launcher, where.image
     if base_urls is None:
-        server, owned = make_launcher(adapter, base_url, launcher, image, sessions=num_envs)
+        server, owned = make_launcher(adapter, where, sessions=num_envs)
         return [server.start()], server if owned else None
+    if where.space is not None:
+        raise ValueError("Pass space or base_urls, not both")
     if base_url is not None:
         raise ValueError("Pass base_url or base_urls, not both")
     if image is not None or launcher != "embedded":

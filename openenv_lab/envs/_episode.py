@@ -3,8 +3,9 @@
 It prepares each request (the reset's keyword arguments: the adapter's ``reset_options``, the user's
 options and the seed; the action's JSON after checking it) and interprets each reply (through the
 adapter's ``decode``, handing it the action JSON the reply answers), and it tracks what gymnasium users rely
-on: the generator behind seeds, whether the episode is over, and the warning for servers that ignore
-seeds.
+on: the generator behind seeds, whether the episode is over, the warning for servers that ignore
+seeds, and the task an episode plays (the tasks given to ``make(..., tasks=...)`` in turn, or the one the
+reset options name; `openenv_lab.envs.tasks` reads the server's catalogue of them once, on first use).
 `OpenEnvEnv` sends its requests one at a time; `OpenEnvVectorEnv` sends those of all its episodes at once.
 """
 
@@ -23,7 +24,8 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from ..adapters import Adapter
-from ..client import CapacityError, StepResult
+from ..client import CapacityError, EnvironmentMismatch, StepResult
+from .tasks import TaskCatalog, names_task, task_request
 
 T = TypeVar("T")
 
@@ -57,9 +59,19 @@ def retry_after_collecting(open_session: Callable[[], T], patience: float = 2.0)
 class Episode:
     """One session's episode state: seeds, the action check, and the end of the episode."""
 
-    def __init__(self, adapter: Adapter, base_url: str) -> None:
+    def __init__(
+        self,
+        adapter: Adapter,
+        base_url: str,
+        catalog: TaskCatalog | None = None,
+        tasks: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.adapter = adapter
         self.base_url = base_url
+        self.catalog = catalog
+        self.tasks = tasks or []  # played in turn by resets whose options name no task
+        self._next_task = 0
+        self.task: dict[str, Any] | None = None  # the catalogue's row of the task being played
         self.np_random: np.random.Generator | None = None
         self.np_random_seed: int | None = None
         self.seed: int | None = None
@@ -80,6 +92,16 @@ class Episode:
         self.seed = seed
         self.needs_reset = True
         self.sent = None
+        options = task_request(options, self.catalog)
+        self.task = None
+        if names_task(options):
+            assert options is not None and self.catalog is not None
+            if self.catalog.rows:
+                self.task = self.catalog.locate(options["split"], options["index"])
+        elif self.tasks:
+            self.task = self.tasks[self._next_task % len(self.tasks)]
+            self._next_task += 1
+            options = {**(options or {}), "split": self.task["split"], "index": self.task["index"]}
         kwargs = {**self.adapter.reset_options, **(options or {})}
         if seed is not None:
             kwargs["seed"] = seed
@@ -97,8 +119,28 @@ class Episode:
                 stacklevel=3,
             )
         transition.info["seed"] = self.seed
+        if self.task is not None:
+            transition.info["task"] = self._played_task(result.metadata.get("task"))
         self.needs_reset = transition.terminated or transition.truncated
         return transition.observation, transition.info
+
+    def _played_task(self, reported: Any) -> dict[str, Any]:
+        """The task as the catalogue names it and the server reports it; a mismatch is refused."""
+        assert self.task is not None
+        asked = {key: self.task[key] for key in ("id", "split", "index")}
+        if not isinstance(reported, dict):
+            return asked
+        differs = [k for k in ("split", "index") if k in reported and reported[k] != asked[k]]
+        if differs and self.adapter.check_identity:
+            raise EnvironmentMismatch(
+                f"The server at {self.base_url} reports playing task "
+                f"{ {k: reported[k] for k in differs} }, not the {asked} asked for; make the env with "
+                "check_identity=False to play it anyway",
+                asked=asked,
+                reported=reported,
+                url=self.base_url,
+            )
+        return {**asked, **reported}
 
     def step_request(self, action: Any, *, checked: bool = False) -> dict[str, Any]:
         """The action's JSON, after checking the episode is running and the action is in the space

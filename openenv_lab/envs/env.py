@@ -8,6 +8,7 @@ seeding, and a clear error instead of a silent new game when stepping a finished
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -24,8 +25,16 @@ from ..client import (
     Timeouts,
 )
 from ..launch import EmbeddedServer, Launcher
-from ._build import adapter_for_server, check_render_mode, make_adapter, make_launcher
+from ._build import (
+    Where,
+    adapter_for_server,
+    check_render_mode,
+    make_adapter,
+    make_launcher,
+    request_headers,
+)
 from ._episode import Episode, retry_after_collecting
+from .tasks import TaskCatalog, selection
 
 __all__ = ["OpenEnvEnv"]
 
@@ -47,9 +56,22 @@ class OpenEnvEnv(gym.Env):
         render_mode: one of the adapter's render modes (chess: ``"svg"``, ``"rgb_array"``, ``"ansi"``).
         timeouts: connect/request/close timeouts of the connection (`Timeouts`, or seconds for all three).
         keepalive: WebSocket ping settings (e.g. ``Keepalive(interval=None)`` behind tunnels that drop pings).
-        headers: extra HTTP headers, e.g. ``{"Authorization": "Bearer <token>"}`` for a private Space.
+        headers: extra HTTP headers, sent with every request and WebSocket upgrade.
+        space: a Hugging Face Space ``"owner/name"`` running an OpenEnv server: its URL is resolved
+            (`openenv_lab.client.spaces`), a sleeping Space is woken and waited for (`SpaceServer`), and
+            ``token`` travels with every request. With ``launcher="docker"`` the Space's image runs on this
+            machine instead, which needs ``trust_remote_code=True``.
+        token: a Hugging Face token (default for a Space: ``$HF_TOKEN``; ``False`` sends none). For a
+            ``base_url``, only a token given here is sent.
+        trust_remote_code: allow running a Space's image here (``space=..., launcher="docker"``); never
+            asked interactively.
         check_identity: refuse (`EnvironmentMismatch`) a server that reports another environment than the
-            one asked for (another Atari game, another spec's environment); ``False`` allows it.
+            one asked for (another Atari game, another spec's environment, another task); ``False``
+            allows it.
+        tasks: tasks to play in turn, one per reset, on a server that offers tasks (openenv 0.10's task
+            API; our chess server's mates in 1-3): a split's name, a list of task ids or of
+            ``(split, index)`` pairs, or a DataFrame of rows of `tasks`. A reset can also name one:
+            ``reset(options={"task_id": ...})`` (see `openenv_lab.envs.tasks`).
         **adapter_options: passed to the adapter class (chess: ``opponent``, ``agent_color``...).
 
     Seeding: ``reset(seed=s)`` sends ``s`` to the server; ``reset()`` sends a seed drawn from the
@@ -59,7 +81,8 @@ class OpenEnvEnv(gym.Env):
     (the official chess and Atari servers) cannot replay episodes; a warning says so once per server.
 
     Info: every adapter adds ``raw_observation``, ``metadata``, ``seed`` (on reset) and
-    ``reward_missing=True`` when the server sent no reward (the reward is then 0.0).
+    ``reward_missing=True`` when the server sent no reward (the reward is then 0.0); a reset that starts a
+    task adds ``task`` (its ``id``, ``split``, ``index`` and what the server reports of it).
 
     Example:
         >>> import gymnasium as gym
@@ -87,6 +110,10 @@ class OpenEnvEnv(gym.Env):
         launcher: str | Launcher = "embedded",
         image: str | None = None,
         check_identity: bool = True,
+        tasks: Any = None,
+        space: str | None = None,
+        token: str | bool | None = None,
+        trust_remote_code: bool = False,
         **adapter_options: Any,
     ) -> None:
         self._owns_launcher = False
@@ -100,15 +127,19 @@ class OpenEnvEnv(gym.Env):
             check_render_mode(self.adapter, render_mode)
         self.render_mode = render_mode
         self.adapter.check_identity = check_identity
-        self.launcher, self._owns_launcher = make_launcher(self.adapter, base_url, launcher, image)
+        where = Where(base_url, launcher, image, space, token, trust_remote_code)
+        headers = request_headers(where, headers)
+        self.launcher, self._owns_launcher = make_launcher(self.adapter, where)
         self._session: Session | None = None
         try:
             self.base_url = self.launcher.start()
         except BaseException:
             self._stop_owned_launcher()
             raise
-        self.episode = Episode(self.adapter, self.base_url)
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
+        this = weakref.ref(self)  # the catalogue must not keep the env alive (a dropped env closes)
+        self._catalog = TaskCatalog(lambda: this().client)  # type: ignore[union-attr]
+        self.episode = Episode(self.adapter, self.base_url, self._catalog)
         try:
             given = self.adapter
             self.adapter = adapter_for_server(self.adapter, self.client)
@@ -118,8 +149,10 @@ class OpenEnvEnv(gym.Env):
                     "render_modes": list(self.adapter.render_modes),
                     "render_fps": self.adapter.render_fps,
                 }
-                self.episode = Episode(self.adapter, self.base_url)
+                self.episode = Episode(self.adapter, self.base_url, self._catalog)
             check_render_mode(self.adapter, render_mode)
+            if tasks is not None:
+                self.episode.tasks = selection(tasks, self._catalog)
             if not self.adapter.needs_probe:  # what the server says of itself is read before a session
                 self.adapter.setup(self.client, None)
             self._session = retry_after_collecting(self.client.session)
@@ -144,6 +177,12 @@ class OpenEnvEnv(gym.Env):
             raise
         self.observation_space = self.adapter.observation_space
         self.action_space = self.adapter.action_space
+
+    @property
+    def tasks(self) -> Any:
+        """The server's tasks as a polars DataFrame (``split``, ``index``, ``id``, then the server's fields);
+        no rows when the server offers none. Read from the server once."""
+        return self._catalog.table()
 
     @property
     def session(self) -> Session:

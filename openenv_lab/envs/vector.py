@@ -38,11 +38,20 @@ from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult,
 from ..client.pool import open_pool
 from ..client.transport import Reply, Request, Transport
 from ..launch import Launcher
-from ._build import adapter_for_server, check_render_mode, check_reset_mask, make_adapter, server_urls
+from ._build import (
+    Where,
+    adapter_for_server,
+    check_render_mode,
+    check_reset_mask,
+    make_adapter,
+    request_headers,
+    server_urls,
+)
 from ._build import autoreset_mode as autoreset_mode_of
 from ._episode import Episode, retry_after_collecting
 from .attributes import SubEnvironmentAttributes
 from .infos import add_info
+from .tasks import TaskCatalog, selection, spread
 
 __all__ = ["OpenEnvVectorEnv"]
 
@@ -71,6 +80,9 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             sub-environment, which is most of a cheap environment's step (``benchmarks/vector_throughput.py``
             measures it). ``False`` opens one connection per session (OpenEnv's ``/ws``), as for servers
             without the route.
+        tasks: tasks to deal out to the sub-environments (as for `OpenEnvEnv`): sub-environment ``k``
+            plays tasks ``k``, ``k + num_envs``, ... in turn, one per reset (`openenv_lab.envs.tasks.spread`).
+        space, token, trust_remote_code: a Hugging Face Space as the server, as for `OpenEnvEnv`.
         render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
 
     Example:
@@ -103,6 +115,10 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         image: str | None = None,
         multiplex: bool = True,
         check_identity: bool = True,
+        tasks: Any = None,
+        space: str | None = None,
+        token: str | bool | None = None,
+        trust_remote_code: bool = False,
         **adapter_options: Any,
     ) -> None:
         self.multiplex = multiplex
@@ -127,10 +143,10 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             check_render_mode(first, render_mode)
         self.render_mode = render_mode
         self.timeouts = Timeouts.of(timeouts)
+        where = Where(base_url, launcher, image, space, token, trust_remote_code)
+        headers = request_headers(where, headers)
         self._headers = headers
-        self.base_urls, self._owned_launcher = server_urls(
-            first, self.num_envs, base_url, base_urls, launcher, image
-        )
+        self.base_urls, self._owned_launcher = server_urls(first, self.num_envs, where, base_urls)
         try:
             self._transport = retry_after_collecting(
                 lambda: open_pool(
@@ -161,7 +177,17 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             "render_fps": first.render_fps,
             "autoreset_mode": self.autoreset_mode,
         }
-        self.episodes = [Episode(a, url) for a, url in zip(self.adapters, urls, strict=True)]
+        timeouts, headers = self.timeouts, self._headers  # not self: the catalogue must not keep it alive
+        self._catalog = TaskCatalog(lambda: Client(urls[0], timeouts=timeouts, headers=headers), close=True)
+        try:
+            shares = spread(selection(tasks, self._catalog), self.num_envs) if tasks is not None else None
+        except BaseException:
+            self.close()
+            raise
+        self.episodes = [
+            Episode(a, url, self._catalog, shares[i] if shares else None)
+            for i, (a, url) in enumerate(zip(self.adapters, urls, strict=True))
+        ]
 
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
@@ -180,6 +206,11 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         self._batched_action_spaces: dict[int, Any] = {self.num_envs: self.action_space}
 
     # ------------------------------------------------------------------ gymnasium API
+
+    @property
+    def tasks(self) -> Any:
+        """The servers' tasks as a polars DataFrame (as `OpenEnvEnv.tasks`), read from the first server."""
+        return self._catalog.table()
 
     @property
     def np_random(self) -> tuple[np.random.Generator | None, ...]:

@@ -3,7 +3,8 @@
 Every launcher has the same small interface, `Launcher`: ``start()`` returns the server's base URL
 once it is healthy, ``stop()`` releases what ``start()`` acquired. `OpenEnvEnv` picks one from its
 arguments: ``base_url=...`` means `RemoteServer`, nothing means the shared `EmbeddedServer` of the
-environment family, ``launcher="docker"`` a `DockerServer`. `Fleet` (and `serve`) runs several copies
+environment family, ``launcher="docker"`` a `DockerServer`, ``space="owner/name"`` a `SpaceServer` (a
+Hugging Face Space, woken up and waited for). `Fleet` (and `serve`) runs several copies
 of a bundled server at once.
 """
 
@@ -16,6 +17,7 @@ from ..servers import get_bundled_server
 from .docker import DockerServer, build_image, prune
 from .embedded import EmbeddedServer, shared_embedded_server, stop_embedded_servers
 from .fleet import Crash, Fleet, serve
+from .space import SpaceServer
 
 __all__ = [
     "Crash",
@@ -24,6 +26,7 @@ __all__ = [
     "Fleet",
     "Launcher",
     "RemoteServer",
+    "SpaceServer",
     "build_image",
     "max_sessions_for",
     "prune",

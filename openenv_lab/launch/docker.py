@@ -88,6 +88,8 @@ class DockerServer:
         environment: environment variables for the container (nothing else from this process is passed).
         build: build our image first when it is missing (with progress, on the base image named by
             ``$OPENENV_LAB_DOCKER_BASE_IMAGE`` if set) instead of failing.
+        pull: pull ``image`` when it is missing (e.g. a Space's image from ``registry.hf.space``), with
+            ``registry_token`` as the registry password when one is given.
         startup_timeout: seconds to wait for ``/health``.
 
     Example:
@@ -108,6 +110,8 @@ class DockerServer:
         max_sessions: int | None = None,
         environment: dict[str, str] | None = None,
         build: bool = False,
+        pull: bool = False,
+        registry_token: str | None = None,
         startup_timeout: float = 120.0,
         **options: Any,
     ) -> None:
@@ -129,6 +133,8 @@ class DockerServer:
         self.max_sessions = max_sessions
         self.environment = dict(environment or {})
         self.build = build
+        self.pull = pull
+        self._registry_token = registry_token
         self.startup_timeout = startup_timeout
         self.options = dict(options)
         self.base_url: str | None = None
@@ -226,6 +232,9 @@ class DockerServer:
             return
         except docker.errors.ImageNotFound:
             pass
+        if self.name is None and self.pull:
+            self._pull(client)
+            return
         if self.name is None:
             raise LaunchError(f"Docker image {self.image!r} not found: pull or build it first.")
         if self.image != default_image(self.name):
@@ -237,6 +246,17 @@ class DockerServer:
                 "or pass build=True to build it now."
             )
         build_image(self.name, tag=self.image)
+
+    def _pull(self, client: Any) -> None:
+        auth = {"username": "user", "password": self._registry_token} if self._registry_token else None
+        repository, _, tag = self.image.rpartition(":")
+        try:
+            client.images.pull(repository or self.image, tag=tag or "latest", auth_config=auth)
+        except Exception as exc:
+            raise LaunchError(
+                f"Docker image {self.image!r} is not here and could not be pulled: {exc}. Without network, "
+                "pull or load it elsewhere first; for a private Space, pass its token."
+            ) from None
 
     def _run(self, client: Any) -> Any:
         import docker

@@ -49,8 +49,12 @@ class _Rows:
         self.integer_actions = isinstance(action_space, spaces.Discrete)
         self.episodes = 0
         self.current: dict[int, tuple[int, int, float]] = {}  # env index -> (episode, step, return)
+        self.tasks: dict[int, str] = {}  # env index -> the id of the task its episode plays
 
     def reset(self, index: int, seed: Any, latency: float, family: dict[str, Any]) -> None:
+        self.tasks.pop(index, None)
+        if family.get("task_id") is not None:
+            self.tasks[index] = family["task_id"]
         episode = self.episodes
         self.episodes += 1
         self.current[index] = (episode, 0, 0.0)
@@ -85,6 +89,8 @@ class _Rows:
         if index not in self.current:
             raise gym.error.ResetNeeded("Reset the environment before stepping it: nothing is being recorded")
         episode, step, total = self.current[index]
+        if index in self.tasks:
+            family = {**family, "task_id": self.tasks[index]}
         total += float(reward)
         self.current[index] = (episode, step + 1, total)
         self.rows.append(
@@ -222,7 +228,8 @@ class RecordTrajectory(gym.Wrapper):
         return observation, reward, terminated, truncated, info
 
     def _family(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
-        return self._adapter.record(action, observation, info) if self._adapter is not None else {}
+        columns = self._adapter.record(action, observation, info) if self._adapter is not None else {}
+        return {**columns, **_task_column(info)}
 
 
 class RecordVectorTrajectory(VectorWrapper):
@@ -319,7 +326,14 @@ class RecordVectorTrajectory(VectorWrapper):
 
     def _family(self, index: int, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         adapter = self._adapters[index]
-        return adapter.record(action, observation, info) if adapter is not None else {}
+        columns = adapter.record(action, observation, info) if adapter is not None else {}
+        return {**columns, **_task_column(info)}
+
+
+def _task_column(info: dict[str, Any]) -> dict[str, Any]:
+    """``task_id``, on the reset of an episode that plays a task (`_Rows` carries it to its steps)."""
+    task = info.get("task")
+    return {"task_id": str(task["id"])} if isinstance(task, dict) and "id" in task else {}
 
 
 def _sub_adapters(env: gym.vector.VectorEnv) -> list[Any]:

@@ -10,6 +10,12 @@ compatibility:
 - ``reset`` also takes ``fen`` (start position), ``agent_color`` (``white``/``black``/``random``),
   ``opponent`` (see `openenv_lab.servers.chess_opponents`), ``opponent_depth`` and ``max_moves``;
   an unknown option is an error rather than silently ignored;
+- tasks (openenv 0.10's task API): verified mates in 1, 2 and 3 (`openenv_lab.servers.chess_tasks`),
+  listed by the ``/chess/splits`` and ``/chess/tasks`` routes and started by ``reset(split=..., index=...)``.
+  The agent plays the side to move against the episode's opponent (our minimax at depth 2 unless the
+  reset names another); the episode ends with +1 when it mates within the task's ``n`` moves, or with 0
+  and ``end_reason="out_of_moves"`` (``result`` ``"*"``) when its ``n``-th move has not mated. The reset
+  metadata names the task (``task``: ``id``, ``split``, ``index``, ``mate_in``);
 - many concurrent sessions on one server (``SUPPORTS_CONCURRENT_SESSIONS``);
 - the metadata of every observation says why a game ended (``end_reason``: ``checkmate``, ``stalemate``,
   ``insufficient_material``, ``fifty_moves``, ``threefold_repetition``, ``seventyfive_moves``,
@@ -45,12 +51,15 @@ from pydantic import Field
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
 from .chess_opponents import MAX_DEPTH, OPPONENTS, STOCKFISH_MISSING, Opponent, find_stockfish, make_opponent
+from .chess_tasks import TASKS
 
 __all__ = ["ChessAction", "ChessEnvironment", "ChessObservation", "ChessState", "make_app"]
 
 ILLEGAL_MOVE_REWARD = -0.1
 _SEARCHING_OPPONENTS = frozenset({"minimax", "moonfish", "stockfish"})
 COLOURS = ("white", "black", "random")
+#: Who defends a task's position unless the reset names an opponent.
+TASK_OPPONENT = "minimax"
 
 
 class ChessAction(Action):
@@ -120,6 +129,7 @@ class ChessEnvironment(ServerEnvironment):
         self._max_moves = max_moves
         self._end_reason: str | None = None
         self._result: str | None = None
+        self._task_moves: int | None = None  # the agent's moves left to mate in, during a task
         # Like the official server, a new environment is ready to play without a reset (HTTP /step).
         self.reset()
 
@@ -135,13 +145,20 @@ class ChessEnvironment(ServerEnvironment):
         opponent_depth: int | None = None,
         max_moves: int | None = None,
         gamma: float | None = None,
+        split: str | None = None,
+        index: int | None = None,
         **unknown: Any,
     ) -> ChessObservation:
         if unknown:
             raise ValueError(
                 f"Unknown reset option(s) {sorted(unknown)}; the chess server takes seed, episode_id, "
-                "fen, agent_color, opponent, opponent_depth, max_moves and gamma"
+                "fen, agent_color, opponent, opponent_depth, max_moves, gamma, split and index"
             )
+        task = _task(split, index, fen, agent_color, opponent)
+        if task is not None:
+            fen = task["fen"]
+            agent_color = "white" if chess.Board(fen).turn == chess.WHITE else "black"
+            opponent = opponent or TASK_OPPONENT
         settings = dict(self._defaults)
         for key, value in (
             ("agent_color", agent_color),
@@ -187,6 +204,10 @@ class ChessEnvironment(ServerEnvironment):
         metadata: dict[str, Any] = {"agent_color": colour, "opponent": settings["opponent"]}
         if seed is not None:
             metadata["seed"] = seed
+        self._task_moves = None
+        if task is not None:
+            self._task_moves = task["mate_in"]
+            metadata["task"] = {key: task[key] for key in ("id", "split", "index", "mate_in")}
         self._check_game_over()
         agent_turn = chess.WHITE if colour == "white" else chess.BLACK
         if self._end_reason is None and self._has_opponent and board.turn != agent_turn:
@@ -211,6 +232,12 @@ class ChessEnvironment(ServerEnvironment):
         self._push(move)
         self._agent_moves += 1
         reward = self._check_game_over()
+        if (
+            self._end_reason is None
+            and self._task_moves is not None
+            and self._agent_moves >= self._task_moves
+        ):
+            self._end_reason, self._result = "out_of_moves", "*"  # the task's moves are spent without a mate
         if self._end_reason is None and self._has_opponent:
             try:
                 metadata["opponent_move"] = self._play_opponent()
@@ -225,6 +252,25 @@ class ChessEnvironment(ServerEnvironment):
             metadata["discounted_rewards"] = [self._gamma ** (moves - 1 - t) * reward for t in range(moves)]
             metadata["gamma"] = self._gamma
         return self._observation(reward=reward, metadata=metadata)
+
+    # ------------------------------------------------------------------ tasks (openenv's TaskProvider)
+
+    def list_splits(self) -> list[dict[str, str]]:
+        return TASKS.list_splits()
+
+    def list_tasks(self, split: str) -> list[dict[str, Any]]:
+        return TASKS.list_tasks(split)
+
+    def num_tasks(self, split: str) -> int:
+        return TASKS.num_tasks(split)
+
+    def get_task(self, split: str, index: int) -> dict[str, Any]:
+        return TASKS.get_task(split, index)
+
+    def get_task_range(
+        self, split: str, start: int | None = None, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        return TASKS.get_task_range(split, start, stop)
 
     def step_in_thread(self) -> bool:
         return self._opponent_key[0] in _SEARCHING_OPPONENTS  # milliseconds to seconds of search
@@ -332,6 +378,28 @@ def _check_options(
         raise ValueError(f"max_moves must be a positive integer, got {max_moves!r}")
     if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must be a discount factor in [0, 1], got {gamma!r}")
+
+
+def _task(
+    split: str | None, index: int | None, fen: str | None, agent_color: str | None, opponent: str | None
+) -> dict[str, Any] | None:
+    """The task a reset asks for (both ``split`` and ``index``), checked against the other options."""
+    if split is None and index is None:
+        return None
+    if split is None or index is None:
+        raise ValueError("A task is chosen by both split and index, e.g. reset(split='mate_in_2', index=0)")
+    try:
+        task = TASKS.get_task(split, index)
+    except IndexError as exc:
+        raise ValueError(str(exc)) from None
+    if fen is not None:
+        raise ValueError("A task sets the position: pass either fen or split and index, not both")
+    colour = "white" if chess.Board(task["fen"]).turn == chess.WHITE else "black"
+    if agent_color not in (None, "random", colour):
+        raise ValueError(f"Task {task['id']} is played by {colour} (the side to move), not {agent_color}")
+    if opponent in ("none",):
+        raise ValueError("A task needs a defender: opponent='none' (self-play) cannot play one")
+    return task
 
 
 def _board_from_fen(fen: str | None) -> chess.Board:

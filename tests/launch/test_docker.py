@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -154,6 +155,48 @@ def test_any_openenv_image_through_openenv_remote(engine, chess_image):
             env.close()
     finally:
         engine.images.remove("someone/chess-env:latest")
+
+
+SPACE_IMAGE = "registry.hf.space/someone-chess-env:latest"
+
+
+def test_a_spaces_image_runs_here_when_trusted(engine, chess_image, monkeypatch):
+    """``space=..., launcher="docker"`` and ``openenv-lab docker run --space``: the Space's image (here our
+    chess image tagged as the Hub names it, since the tests have no network) through our DockerServer."""
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    engine.images.get(chess_image).tag(*SPACE_IMAGE.rsplit(":", 1))
+    try:
+        env = gym.make("openenv/remote", space="someone/Chess_Env", launcher="docker", trust_remote_code=True)
+        try:
+            assert env.unwrapped.launcher.image == SPACE_IMAGE
+            env.reset(seed=0)
+            assert env.unwrapped.base_url.startswith("http://127.0.0.1:")
+        finally:
+            env.close()
+
+        command = [sys.executable, "-m", "openenv_lab", "docker", "run", "--space", "someone/chess_env"]
+        refused = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and "--trust-remote-code" in refused.stderr
+        process = subprocess.Popen([*command, "--trust-remote-code"], stdout=subprocess.PIPE, text=True)
+        try:
+            line = read_line(process, timeout=180)
+            assert line.startswith(SPACE_IMAGE + " at http://127.0.0.1:"), line
+            url = line.split(" at ")[1].split()[0]
+            with openenv_lab.client.Client(url) as client:
+                assert client.health()["status"] == "healthy"
+        finally:
+            process.send_signal(signal.SIGINT)
+            assert process.wait(60) == 0
+        assert not [c for c in containers(engine) if SPACE_IMAGE in c.image.tags]
+    finally:
+        engine.images.remove(SPACE_IMAGE)
+
+
+def test_a_spaces_image_that_cannot_be_pulled_says_so(engine):
+    with pytest.raises(
+        LaunchError, match=r"registry\.hf\.space/nobody-no-such-env:latest' is not here and could not"
+    ):
+        gym.make("openenv/remote", space="nobody/no_such_env", launcher="docker", trust_remote_code=True)
 
 
 def test_a_port_in_use_is_replaced_by_a_free_one(engine, chess_image):
