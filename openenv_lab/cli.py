@@ -60,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
             "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
         )
         for option in spec.options:
+            # A yes/no option is a flag (--mcp), and also takes a value (--mcp false).
+            flag = {"nargs": "?", "const": True} if option.type is bool else {}
             sub.add_argument(
                 "--" + option.name.replace("_", "-"),
                 dest=option.name,
@@ -67,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                 default=option.default,
                 choices=option.choices,
                 help=f"{option.help} (default: %(default)s)",
+                **flag,
             )
         sub.add_argument(
             "--replicas",

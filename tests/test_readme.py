@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from openenv_lab.adapters.chess import TERMINAL_REASONS
+from openenv_lab.client.spaces import SPACE_URL_VARIABLE
+from openenv_lab.launch import EmbeddedServer
 from tests.conformance import OfficialServer
 
 ROOT = Path(__file__).parent.parent
@@ -21,11 +24,16 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README, flags=re.S)
 
 
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
+def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     prelude = "import gymnasium as gym\nimport openenv_lab\n"
     with tempfile.TemporaryDirectory() as scratch:  # examples may write files (runs/...): not in the repo
         return subprocess.run(
-            [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=300, cwd=scratch
+            [sys.executable, "-c", prelude + code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=scratch,
+            env={**os.environ, **(env or {})},
         )
 
 
@@ -42,7 +50,11 @@ def test_the_first_example_plays_a_game_to_the_end():
 def test_every_other_example_runs(index):
     code = python_blocks()[index]
     servers = []
+    env: dict[str, str] = {}
     try:
+        if 'space="openenv/echo_env"' in code:  # no network: our MCP echo server stands in for the Space
+            servers.append(EmbeddedServer("echo", mcp=True))
+            env = {SPACE_URL_VARIABLE: servers[-1].start(), "HF_TOKEN": ""}
         if "127.0.0.1:8000" in code:  # the remote example: the official connect4_env it names
             servers.append(OfficialServer("connect4_env"))
             code = code.replace("http://127.0.0.1:8000", servers[-1].url)
@@ -51,7 +63,7 @@ def test_every_other_example_runs(index):
         if "127.0.0.1:8001" in code:  # the spec example: the official maze_env it names
             servers.append(OfficialServer("maze_env"))
             code = code.replace("http://127.0.0.1:8001", servers[-1].url)
-        out = run_python(code)
+        out = run_python(code, env)
     finally:
         for server in servers:
             server.stop()

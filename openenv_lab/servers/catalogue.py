@@ -62,7 +62,15 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
         name="echo",
         summary="Echoes text messages: the smallest OpenEnv environment, for lessons and benchmarks.",
         app_factory="openenv_lab.servers.echo:make_app",
-        options=(ServerOption("max_steps", int, 100, "messages per episode"),),
+        options=(
+            ServerOption("max_steps", int, 100, "messages per episode"),
+            ServerOption(
+                "mcp",
+                bool,
+                False,
+                "serve MCP tools (echo_message, echo_with_length) as the official echo_env",
+            ),
+        ),
         default_max_sessions=256,
     ),
     "chess": BundledServer(

@@ -4,6 +4,8 @@ The action ``{"message": str}`` comes back as the observation ``{"echoed_message
 with reward ``0.1 * len(message)``, the shape of OpenEnv's original ``echo_env`` (before it became an MCP
 environment). An episode ends after ``max_steps`` messages (a truncation: nothing happened to end it).
 It does so little that a benchmark on it measures the protocol and the client, not the environment.
+``mcp=True`` (``openenv-lab serve echo --mcp``) serves the MCP tools of today's official ``echo_env``
+instead: see `openenv_lab.servers.echo_tools`.
 """
 
 from __future__ import annotations
@@ -68,7 +70,13 @@ class EchoEnvironment(ServerEnvironment):
         return "Echoes text messages back, with reward 0.1 per character: the smallest OpenEnv environment."
 
 
-def make_app(max_steps: int = 100, max_sessions: int = 256) -> Any:
+def make_app(max_steps: int = 100, max_sessions: int = 256, mcp: bool = False) -> Any:
+    """The FastAPI app of the echo server; ``mcp=True`` serves its tools over MCP instead
+    (`openenv_lab.servers.echo_tools`)."""
+    if mcp:
+        from .echo_tools import make_app as make_tools_app
+
+        return make_tools_app(max_sessions=max_sessions)
     EchoEnvironment(max_steps)  # a bad option stops the server at start, not at the first step
     return build_app(
         functools.partial(EchoEnvironment, max_steps=max_steps),

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-import openenv_lab  # noqa: F401 - registers the ids
+import openenv_lab
 from openenv_lab.adapters import Transition
 from openenv_lab.adapters.chess import ChessAdapter
 from openenv_lab.client import EnvironmentMismatch, StepResult

@@ -1,9 +1,12 @@
 """The official OpenEnv tests of the environments we also serve, run against our servers.
 
 huggingface/OpenEnv's ``tests/test_chess_environment.py`` tests its chess environment class directly
-(``envs.chess_env.server.chess_environment.ChessEnvironment``, the models from ``envs.chess_env``). Here
-a package of that name hands it our classes instead, and the file runs unmodified. Each test that fails
-is one where we differ on purpose; `DIFFERENCES` says why (the README lists them too).
+(``envs.chess_env.server.chess_environment.ChessEnvironment``, the models from ``envs.chess_env``), and
+``tests/test_websockets.py`` starts ``envs.echo_env.server.app`` with uvicorn and drives it with the
+official echo client (``envs.echo_env.client``). Here a package of that name hands them our classes and
+our app instead (the official client is loaded from the official copy, unmodified), and the files run
+unmodified. Each test that fails is one where we differ on purpose; `DIFFERENCES` says why (the README
+lists them too).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ DIFFERENCES = {
     ),
 }
 
-SHIM = {
+CHESS_SHIM = {
     "envs/__init__.py": "",
     "envs/chess_env/__init__.py": (
         "from openenv_lab.servers.chess import ChessAction, ChessObservation, ChessState\n"
@@ -37,9 +40,35 @@ SHIM = {
 }
 
 
-def run_official(test_file: str, shim: Path) -> dict[str, str]:
-    """Run one official test file with ``envs`` resolving to ``shim``; each test's outcome by id."""
-    for relative, text in SHIM.items():
+def echo_shim() -> dict[str, str]:
+    """Our MCP echo server where the official tests import and start theirs; their client, unmodified."""
+    client = require() / "envs" / "echo_env" / "client.py"
+    return {
+        "envs/__init__.py": "",
+        "envs/echo_env/__init__.py": "",
+        "envs/echo_env/client.py": (
+            "import importlib.util\n"
+            f"_spec = importlib.util.spec_from_file_location('official_echo_client', {str(client)!r})\n"
+            "_module = importlib.util.module_from_spec(_spec)\n"
+            "_spec.loader.exec_module(_module)\n"
+            "EchoEnv = _module.EchoEnv\n"
+        ),
+        "envs/echo_env/server/__init__.py": "",
+        "envs/echo_env/server/app.py": (
+            "from openenv_lab.servers.echo_tools import make_app\n\napp = make_app()\n"
+        ),
+        "envs/echo_env/server/echo_environment.py": (
+            "from openenv_lab.servers.echo_tools import EchoToolsEnvironment as EchoEnvironment\n"
+        ),
+    }
+
+
+def run_official(
+    test_file: str, shim: Path, files: dict[str, str], select: str | None = None
+) -> dict[str, str]:
+    """Run one official test file with ``envs`` resolving to ``shim`` (made of ``files``), only the tests
+    ``select`` picks (pytest's ``-k``); each test's outcome by id."""
+    for relative, text in files.items():
         path = shim / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -56,6 +85,8 @@ def run_official(test_file: str, shim: Path) -> dict[str, str]:
         "--junitxml",
         str(report),
     ]
+    if select is not None:
+        options += ["-k", select]
     subprocess.run(
         [sys.executable, "-m", "pytest", official, *options],
         cwd=shim,
@@ -73,7 +104,19 @@ def run_official(test_file: str, shim: Path) -> dict[str, str]:
 
 
 def test_the_official_chess_tests_pass_on_our_chess_environment_but_for_the_listed_differences(tmp_path):
-    outcomes = run_official("test_chess_environment.py", tmp_path)
+    outcomes = run_official("test_chess_environment.py", tmp_path, CHESS_SHIM)
     assert len(outcomes) >= 20  # the file ran
     failed = {name for name, outcome in outcomes.items() if outcome == "failed"}
     assert failed == set(DIFFERENCES), {name: outcomes[name] for name in failed ^ set(DIFFERENCES)}
+
+
+def test_the_official_websocket_tests_of_echo_pass_on_our_mcp_echo_server(tmp_path):
+    """Smoke, HTTP protocol, WebSocket client and echo tests: all but those of connect4 (another env) and
+    the concurrency ones the file itself skips."""
+    outcomes = run_official(
+        "test_websockets.py", tmp_path, echo_shim(), select="not connect4 and not Connect4"
+    )
+    ran = {name: outcome for name, outcome in outcomes.items() if outcome != "skipped"}
+    assert len(ran) >= 15, outcomes  # the file ran: 4 smoke, 5 HTTP, 4 client, 2 echo
+    assert {name for name, outcome in ran.items() if outcome == "failed"} == set(), outcomes
+    assert any("call_tool" in name or "echo_with_length" in name for name in ran)
