@@ -5,7 +5,7 @@ subclass of `Adapter` and pass it to `openenv_lab.OpenEnvEnv` for a family we do
 """
 
 from .atari import AtariAdapter
-from .base import Adapter, Transition, base_info
+from .base import Adapter, Transition, base_info, reward_components
 from .chess import ChessAdapter
 from .finrl import FinRLAdapter
 from .generic import EchoAdapter, GenericAdapter, UnicodeText
@@ -34,4 +34,5 @@ __all__ = [
     "Transition",
     "UnicodeText",
     "base_info",
+    "reward_components",
 ]

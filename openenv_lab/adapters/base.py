@@ -51,7 +51,7 @@ import numpy as np
 
 from ..client import Client, StepResult
 
-__all__ = ["Adapter", "Transition", "base_info"]
+__all__ = ["REWARD_COMPONENTS", "Adapter", "Transition", "base_info", "reward_components"]
 
 
 @dataclass(slots=True)
@@ -65,14 +65,44 @@ class Transition:
     info: dict[str, Any]
 
 
+#: The metadata key of named reward components: ``{name: number}``, parts of the step's reward.
+REWARD_COMPONENTS = "reward_components"
+
+
 def base_info(result: StepResult) -> dict[str, Any]:
     """The info keys every adapter shares: ``raw_observation`` (the server's observation fields),
-    ``metadata`` (the observation's metadata), and ``reward_missing=True`` when the server sent no reward
-    (the reward is then 0.0)."""
+    ``metadata`` (the observation's metadata), ``reward_missing=True`` when the server sent no reward
+    (the reward is then 0.0), and ``reward_components`` (name -> float) when the metadata names the parts
+    of the reward (`reward_components`)."""
     info: dict[str, Any] = {"raw_observation": result.observation, "metadata": result.metadata}
     if result.reward is None:
         info["reward_missing"] = True
+    components = reward_components(result.metadata)
+    if components:
+        info[REWARD_COMPONENTS] = components
     return info
+
+
+def reward_components(metadata: dict[str, Any]) -> dict[str, float]:
+    """The named parts of a step's reward that a server puts in its observation metadata, under
+    ``"reward_components"`` (``{"market": 0.8, "costs": -0.1}``): names with finite numbers; anything
+    else there is ignored (it stays in ``info["metadata"]``).
+
+    openenv 0.10 has no wire key of its own for this (its rubrics, RFC 004, score on the server and send
+    only the total), so this is ours; our FinRL server uses it.
+
+    Example:
+        >>> reward_components({"reward_components": {"market": 1, "costs": -0.5, "note": "x"}})
+        {'market': 1.0, 'costs': -0.5}
+    """
+    raw = metadata.get(REWARD_COMPONENTS)
+    if not isinstance(raw, dict):
+        return {}
+    parts = {}
+    for name, value in raw.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+            parts[str(name)] = float(value)
+    return parts
 
 
 class Adapter(ABC):

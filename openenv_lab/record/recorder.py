@@ -331,9 +331,16 @@ class RecordVectorTrajectory(VectorWrapper):
 
 
 def _task_column(info: dict[str, Any]) -> dict[str, Any]:
-    """``task_id``, on the reset of an episode that plays a task (`_Rows` carries it to its steps)."""
+    """``task_id``, on the reset of an episode that plays a task (`_Rows` carries it to its steps), and a
+    ``reward.<name>`` column per named reward component of the step (``info["reward_components"]``)."""
+    columns: dict[str, Any] = {}
     task = info.get("task")
-    return {"task_id": str(task["id"])} if isinstance(task, dict) and "id" in task else {}
+    if isinstance(task, dict) and "id" in task:
+        columns["task_id"] = str(task["id"])
+    components = info.get("reward_components")
+    if isinstance(components, dict):
+        columns.update({f"reward.{name}": float(value) for name, value in components.items()})
+    return columns
 
 
 def _sub_adapters(env: gym.vector.VectorEnv) -> list[Any]:

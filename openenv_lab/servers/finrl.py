@@ -17,6 +17,9 @@ Additions, invisible to clients that do not ask for them:
   to start on a random day of it (seeded; at least ``min_episode_days`` before the end);
 - metadata says why an episode ended: ``end_of_data`` (a truncation) or ``ruined`` (a termination), and
   carries ``cash``, ``holdings``, ``cost`` and ``trades``;
+- each step's reward in two named parts, ``metadata["reward_components"]``: ``market`` (what the prices
+  did to the portfolio) and ``costs`` (the transaction costs paid, negative), scaled as the reward is and
+  adding up to it;
 - ``/config`` also lists the tickers, the split dates and the trading parameters;
 - many concurrent sessions (the market data is shared, read-only).
 """
@@ -176,9 +179,11 @@ class FinRLEnvironment(ServerEnvironment):
             raise ValueError("Send a reset before the first step")
         if self._sim.at_end or self._sim.ruined:
             raise ValueError("The episode is over; send a reset to trade again")
+        cost_before = self._sim.cost
         state, reward, done = self._sim.step(np.asarray(action.actions, dtype=np.float64))
         self._update_state(step_count=self._state.step_count + 1)
-        metadata: dict[str, Any] = {}
+        costs = -(self._sim.cost - cost_before) * self._market.config.reward_scaling
+        metadata: dict[str, Any] = {"reward_components": {"market": reward - costs, "costs": costs}}
         if done:
             metadata["end_reason"] = "ruined" if self._sim.ruined else "end_of_data"
         return self._observation(state, reward, done, metadata)

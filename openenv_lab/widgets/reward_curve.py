@@ -2,7 +2,9 @@
 
 Feed it finished episodes (`RewardCurve.add_episode`), or per-step rewards and episode ends
 (`RewardCurve.track`, scalars or vector-env arrays), or hand Stable-Baselines3 its callback
-(`RewardCurve.sb3_callback`). Redraws are throttled (at most every ``redraw_every`` seconds) so a fast
+(`RewardCurve.sb3_callback`). Where the environment names the parts of its reward
+(``info["reward_components"]``, e.g. FinRL's ``market`` and ``costs``), each part's per-episode sum is
+drawn too, as its own rolling mean. Redraws are throttled (at most every ``redraw_every`` seconds) so a fast
 training loop does not spend its time drawing; `RewardCurve.redraw` forces one. The figure is a PNG in a
 stock ``ipywidgets.Image``, and ``_repr_html_``/``to_html`` give the same picture without a kernel.
 """
@@ -40,6 +42,9 @@ class RewardCurve:
         ([1.0, 0.0, 2.0, 3.0], [10, 20, 30, 40])
         >>> round(curve.rolling_mean()[-1], 3)
         1.667
+        >>> curve.add_episode(1.0, length=10, components={"market": 1.5, "costs": -0.5})
+        >>> curve.components["costs"][-2:]
+        [nan, -0.5]
     """
 
     def __init__(
@@ -55,31 +60,56 @@ class RewardCurve:
         self.redraw_every = redraw_every
         self.returns: list[float] = []
         self.steps: list[int] = []
+        #: per-episode sums of each named reward component, aligned with `returns` (NaN where absent)
+        self.components: dict[str, list[float]] = {}
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="640px"))
         self.caption = widgets.HTML("<i>No finished episode yet.</i>")
         self.widget = widgets.VBox([self.image, self.caption])
         self._total_steps = 0
         self._running: np.ndarray | None = None
         self._lengths: np.ndarray | None = None
+        self._running_parts: dict[int, dict[str, float]] = {}  # sub-env -> component sums so far
         self._last_draw = 0.0
 
     # ------------------------------------------------------------------ feeding
 
     def add_episode(
-        self, episode_return: float, *, length: int | None = None, step: int | None = None
+        self,
+        episode_return: float,
+        *,
+        length: int | None = None,
+        step: int | None = None,
+        components: dict[str, float] | None = None,
     ) -> None:
-        """One finished episode: its return, and its length or the global step it ended at."""
+        """One finished episode: its return, its length or the global step it ended at, and the sums of
+        its named reward components (if any)."""
         if step is None:
             self._total_steps += int(length or 0)
             step = self._total_steps
         else:
             self._total_steps = int(step)
+        for name in components or {}:
+            self.components.setdefault(name, [float("nan")] * len(self.returns))
+        for name, values in self.components.items():
+            values.append(float((components or {}).get(name, float("nan"))))
         self.returns.append(float(episode_return))
         self.steps.append(int(step))
         self._maybe_redraw()
 
-    def track(self, rewards: Any, dones: Any) -> None:
-        """Per-step feeding: rewards and episode ends (``terminated | truncated``), scalars or arrays."""
+    def _add_parts(self, index: int, parts: Any) -> None:
+        if isinstance(parts, dict) and parts:
+            sums = self._running_parts.setdefault(index, {})
+            for name, value in parts.items():
+                sums[name] = sums.get(name, 0.0) + float(value)
+
+    def track(self, rewards: Any, dones: Any, components: Any = None) -> None:
+        """Per-step feeding: rewards and episode ends (``terminated | truncated``), scalars or arrays, and
+        optionally the step's reward components: one env's ``info["reward_components"]``, or a list of
+        them (one per sub-environment)."""
+        if isinstance(components, dict):
+            components = [components]
+        for index, parts in enumerate(components or []):
+            self._add_parts(index, parts)
         rewards = np.atleast_1d(np.asarray(rewards, dtype=np.float64))
         dones = np.atleast_1d(np.asarray(dones, dtype=bool))
         if self._running is None or self._running.shape != rewards.shape:
@@ -90,12 +120,10 @@ class RewardCurve:
         self._lengths += 1
         self._total_steps += rewards.size
         for index in np.flatnonzero(dones):
-            self.returns.append(float(self._running[index]))
-            self.steps.append(self._total_steps)
+            parts = self._running_parts.pop(int(index), None)
+            self.add_episode(float(self._running[index]), step=self._total_steps, components=parts)
             self._running[index] = 0.0
             self._lengths[index] = 0
-        if dones.any():
-            self._maybe_redraw()
 
     def sb3_callback(self) -> Any:
         """A Stable-Baselines3 callback feeding this curve (reads the ``episode`` info of Monitor or
@@ -106,13 +134,19 @@ class RewardCurve:
 
         class _RewardCurveCallback(BaseCallback):
             def _on_step(self) -> bool:
-                infos = self.locals.get("infos", [])
-                finished = [info["episode"] for info in infos if isinstance(info, dict) and "episode" in info]
-                if finished:
-                    for episode in finished:
-                        curve.add_episode(float(np.asarray(episode["r"]).item()), step=self.num_timesteps)
+                infos = [info if isinstance(info, dict) else {} for info in self.locals.get("infos", [])]
+                parts = [info.get("reward_components") for info in infos]
+                if any("episode" in info for info in infos):
+                    for index, info in enumerate(infos):
+                        curve._add_parts(index, parts[index])
+                        if "episode" in info:
+                            curve.add_episode(
+                                float(np.asarray(info["episode"]["r"]).item()),
+                                step=self.num_timesteps,
+                                components=curve._running_parts.pop(index, None),
+                            )
                 else:
-                    curve.track(self.locals.get("rewards", 0.0), self.locals.get("dones", False))
+                    curve.track(self.locals.get("rewards", 0.0), self.locals.get("dones", False), parts)
                 return True
 
             def _on_training_end(self) -> None:
@@ -122,9 +156,18 @@ class RewardCurve:
 
     # ------------------------------------------------------------------ drawing
 
-    def rolling_mean(self) -> list[float]:
-        values = np.asarray(self.returns, dtype=np.float64)
-        return [float(values[max(0, i - self.window + 1) : i + 1].mean()) for i in range(len(values))]
+    def rolling_mean(self, component: str | None = None) -> list[float]:
+        """The rolling mean of the returns, or of one reward component's per-episode sums."""
+        return self._rolling(self.returns if component is None else self.components[component])
+
+    def _rolling(self, series: list[float]) -> list[float]:
+        values = np.asarray(series, dtype=np.float64)
+        means = []
+        for i in range(len(values)):
+            window = values[max(0, i - self.window + 1) : i + 1]
+            window = window[~np.isnan(window)]
+            means.append(float(window.mean()) if window.size else float("nan"))
+        return means
 
     def _maybe_redraw(self) -> None:
         if time.monotonic() - self._last_draw >= self.redraw_every:
@@ -157,6 +200,9 @@ class RewardCurve:
             axes.plot(xs, values, ".", color="#9db7e8", markersize=3, label="episode return")
             axes.plot(xs, mean, color="#2f6fdd", label=f"mean of last {self.window}")
             axes.fill_between(xs, mean - spread, mean + spread, color="#2f6fdd", alpha=0.15, label="± 1 std")
+            for name, parts in self.components.items():
+                label = f"{name} (mean of last {self.window})"
+                axes.plot(xs, self._rolling(parts), "--", linewidth=1.2, label=label)
             axes.legend(loc="lower right", fontsize=8)
         else:
             axes.text(0.5, 0.5, "no finished episode yet", ha="center", va="center", transform=axes.transAxes)

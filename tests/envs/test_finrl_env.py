@@ -183,3 +183,21 @@ def test_bad_indicators_are_named_at_make():
 def test_episode_options_are_checked_at_make(options, message):
     with pytest.raises(ValueError, match=message):
         gym.make("openenv/finrl", launcher="docker", **options)  # refused before any server is started
+
+
+def test_reward_components_add_up_to_the_reward_and_are_recorded():
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/finrl"))
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    costs = []
+    for _ in range(5):
+        _, reward, _, _, info = env.step(rng.uniform(-1, 1, 5).astype(np.float32))
+        parts = info["reward_components"]
+        assert set(parts) == {"market", "costs"}
+        assert parts["market"] + parts["costs"] == pytest.approx(reward, abs=1e-9)
+        costs.append(parts["costs"])
+    assert min(costs) < 0  # buying and selling costs something, and it shows
+    table = env.trajectory.table
+    env.close()
+    assert table["reward.costs"].to_list()[1:] == pytest.approx(costs)
+    assert table["reward.costs"][0] is None  # the reset row has no reward

@@ -91,3 +91,31 @@ def test_notebooks_keep_the_picture_beside_the_widget():
     bundle = curve._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/html"].startswith('<img src="data:image/png;base64,')
+
+
+def test_reward_components_are_summed_per_episode_and_drawn():
+    plain, curve = RewardCurve(redraw_every=0), RewardCurve(redraw_every=0)
+    steps = [
+        ([1.0, 2.0], [False, False], [{"market": 1.5, "costs": -0.5}, {"market": 2.0, "costs": 0.0}]),
+        ([1.0, 2.0], [True, False], [{"market": 1.0, "costs": 0.0}, {"market": 2.5, "costs": -0.5}]),
+        ([3.0, 1.0], [False, True], [{"market": 3.0, "costs": 0.0}, {"market": 1.0, "costs": 0.0}]),
+    ]
+    for rewards, dones, parts in steps:
+        curve.track(np.array(rewards), np.array(dones), parts)
+        plain.track(np.array(rewards), np.array(dones))
+    assert curve.returns == plain.returns == [2.0, 5.0]
+    assert curve.components == {"market": [2.5, 5.5], "costs": [-0.5, -0.5]}
+    assert curve.rolling_mean("market") == [2.5, 4.0]
+    assert curve.png() != plain.png()  # the components are drawn
+
+
+def test_the_sb3_callback_sums_components_per_episode():
+    curve = RewardCurve(redraw_every=0)
+    callback = curve.sb3_callback()
+    for step, (info, done) in enumerate([({"reward_components": {"a": 1.0}}, False), ({}, True)], start=1):
+        if done:
+            info = {**info, "episode": {"r": 3.0, "l": 2}}
+        callback.locals = {"infos": [info], "rewards": np.array([1.0]), "dones": np.array([done])}
+        callback.num_timesteps = step
+        callback._on_step()
+    assert curve.returns == [3.0] and curve.components == {"a": [1.0]}
