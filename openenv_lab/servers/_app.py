@@ -5,6 +5,11 @@ The app is exactly what ``openenv.core.env_server.create_app`` builds (the same 
 read-only route of ours, ``GET /capacity``, that reports how many sessions are open and allowed, so
 clients can plan vector environments before opening sessions, and ``/ws/batch`` (`_batch.py`), where one
 WebSocket carries many sessions.
+
+Bad input never gets a 500: a request the models refuse is a 422 whose JSON carries no value JSON cannot
+hold (``1e309`` is read as infinity, which the framework's own error reply could not serialise), and an
+environment that refuses its arguments (a ``ValueError``, ``TypeError`` or ``LookupError`` from
+``reset``, ``step`` or a task route) is a 400 with ``{"detail": ..., "error": ...}``.
 """
 
 from __future__ import annotations
@@ -86,9 +91,40 @@ def build_app(
         register_batch_route(app, server, action_cls)
         extras["batch_route"] = BATCH_ROUTE
 
+    _answer_bad_input_with_4xx(app)
+
     @app.get("/capacity", tags=["Health"], summary="Sessions open and allowed")
     def capacity() -> dict[str, Any]:
         status = server.get_capacity_status()
         return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions, **extras}
 
     return app
+
+
+def _answer_bad_input_with_4xx(app: Any) -> None:
+    from fastapi.encoders import jsonable_encoder
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    async def invalid_request(request: Any, exc: RequestValidationError) -> Any:
+        return JSONResponse(status_code=422, content={"detail": _json_safe(jsonable_encoder(exc.errors()))})
+
+    async def refused(request: Any, exc: Exception) -> Any:
+        return JSONResponse(
+            status_code=400, content={"detail": _json_safe(str(exc)), "error": type(exc).__name__}
+        )
+
+    app.add_exception_handler(RequestValidationError, invalid_request)
+    for kind in (ValueError, TypeError, LookupError):
+        app.add_exception_handler(kind, refused)
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every float JSON cannot hold (infinities, NaN) written as text."""
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    return value
