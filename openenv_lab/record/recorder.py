@@ -5,9 +5,12 @@
 own columns come from the adapter (``describe_action``, ``record``), so OpenEnv environments record their
 FENs, screens or portfolio values, and any other gymnasium environment still records the common columns.
 
-With ``path=...`` the recording is saved (atomically) each time an episode ends, so an interrupted kernel
-loses at most the episode in progress. The path is checked when the wrapper is made; a save that still
-fails (a full disk) raises from ``step`` saying so, and the rows stay in ``.trajectory``.
+With ``path=...`` the recording is saved (atomically: written beside, then renamed) each time an episode
+ends, and also by ``close()``, at interpreter exit, and when Ctrl+C interrupts a ``reset`` or ``step``, so
+nothing recorded is lost. The rows of an episode still in progress then have ``cut_short`` true (its
+``terminated``/``truncated`` stay as they really were: false). The path is checked when the wrapper is
+made; a save that still fails (a full disk) raises from ``step`` saying so, and the rows stay in
+``.trajectory``.
 
 An action is described (``action_label``) before it is sent, since the description may depend on the
 state (a chess move's SAN); an action the environment refuses gets the environment's own error.
@@ -15,12 +18,15 @@ state (a chess move's SAN); an action the environment refuses gets the environme
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import hashlib
 import json
 import platform
 import time
 import warnings
+import weakref
+from collections.abc import Callable
 from importlib import metadata as package_metadata
 from pathlib import Path
 from typing import Any
@@ -49,6 +55,8 @@ class _Rows:
         self.integer_actions = isinstance(action_space, spaces.Discrete)
         self.episodes = 0
         self.current: dict[int, tuple[int, int, float]] = {}  # env index -> (episode, step, return)
+        self.open: set[int] = set()  # episodes in progress (not ended)
+        self.unsaved = False  # rows added since the last save
         self.tasks: dict[int, str] = {}  # env index -> the id of the task its episode plays
 
     def reset(self, index: int, seed: Any, latency: float, family: dict[str, Any]) -> None:
@@ -57,7 +65,11 @@ class _Rows:
             self.tasks[index] = family["task_id"]
         episode = self.episodes
         self.episodes += 1
+        if index in self.current:
+            self.open.discard(self.current[index][0])  # a reset before the end: that episode stops here
         self.current[index] = (episode, 0, 0.0)
+        self.open.add(episode)
+        self.unsaved = True
         self.rows.append(
             {
                 "env_index": index,
@@ -89,6 +101,9 @@ class _Rows:
         if index not in self.current:
             raise gym.error.ResetNeeded("Reset the environment before stepping it: nothing is being recorded")
         episode, step, total = self.current[index]
+        self.unsaved = True
+        if terminated or truncated:
+            self.open.discard(episode)
         if index in self.tasks:
             family = {**family, "task_id": self.tasks[index]}
         total += float(reward)
@@ -118,8 +133,12 @@ class _Rows:
         return json.dumps(action, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v))
 
     def table(self) -> pl.DataFrame:
+        """The rows, with ``cut_short``: whether the row's episode was still in progress."""
         schema = {"action": pl.Int64 if self.integer_actions else pl.Utf8, "seed": pl.Int64}
-        return pl.DataFrame(self.rows, schema_overrides=schema, infer_schema_length=None)
+        table = pl.DataFrame(self.rows, schema_overrides=schema, infer_schema_length=None)
+        if table.height:
+            table = table.with_columns(pl.col("episode").is_in(sorted(self.open)).alias("cut_short"))
+        return table
 
 
 def _metadata(env: gym.Env | gym.vector.VectorEnv, adapter: Any) -> dict[str, Any]:
@@ -161,7 +180,52 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-class RecordTrajectory(gym.Wrapper):
+class _SavesWhatItHas:
+    """``close()``, interpreter exit and Ctrl+C save what was recorded since the last save (with a path)."""
+
+    path: Path | None
+    _rows: _Rows
+
+    def _start_saving(self) -> None:
+        _UNSAVED.add(self)
+
+    def save_unsaved(self) -> None:
+        """Save now if a path is set and rows were recorded since the last save."""
+        if self.path is not None and self._rows.unsaved:
+            _autosave(self, self.path)  # type: ignore[arg-type]
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        try:
+            return call()
+        except KeyboardInterrupt:
+            self.save_unsaved()  # Ctrl+C: the episode in progress is kept, marked cut_short
+            raise
+
+    def close(self) -> None:
+        """Close the environment, saving first what is not saved yet (a failed save is a warning: the
+        rows stay in ``.trajectory``, to save elsewhere)."""
+        try:
+            self.save_unsaved()
+        except OSError as exc:
+            warnings.warn(str(exc), stacklevel=2)
+        finally:
+            _UNSAVED.discard(self)
+            super().close()  # type: ignore[misc]
+
+
+_UNSAVED: weakref.WeakSet[_SavesWhatItHas] = weakref.WeakSet()
+
+
+@atexit.register
+def _save_at_exit() -> None:
+    for recorder in list(_UNSAVED):
+        try:
+            recorder.save_unsaved()
+        except Exception as exc:  # exiting: say so, and let the others save
+            warnings.warn(f"Could not save the recording at {recorder.path}: {exc}", stacklevel=1)
+
+
+class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
     """Records every reset and step of ``env``; ``.trajectory`` is the recording so far.
 
     Args:
@@ -185,6 +249,7 @@ class RecordTrajectory(gym.Wrapper):
         self._metadata = _metadata(env, self._adapter)
         self._started = time.perf_counter()
         self._seeds: list[Any] = []
+        self._start_saving()
 
     @property
     def trajectory(self) -> Trajectory:
@@ -203,11 +268,17 @@ class RecordTrajectory(gym.Wrapper):
         target = path or self.path
         if target is None:
             raise ValueError("No path: pass one to save() or to RecordTrajectory(env, path=...)")
-        return self.trajectory.save(target)
+        saved = self.trajectory.save(target)
+        if self.path is not None and Path(target) == self.path:
+            self._rows.unsaved = False
+        return saved
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
+        return self._guarded(lambda: self._reset(seed, options))
+
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         start = time.perf_counter()
         observation, info = self.env.reset(seed=seed, options=options)
         latency = time.perf_counter() - start
@@ -217,6 +288,9 @@ class RecordTrajectory(gym.Wrapper):
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        return self._guarded(lambda: self._step(action))
+
+    def _step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         label = _describe(self._adapter, action)
         start = time.perf_counter()
         observation, reward, terminated, truncated, info = self.env.step(action)
@@ -232,7 +306,7 @@ class RecordTrajectory(gym.Wrapper):
         return {**columns, **_task_column(info)}
 
 
-class RecordVectorTrajectory(VectorWrapper):
+class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
     """Records every sub-environment of a vector environment (``env_index`` tells them apart).
 
     Works with `OpenEnvVectorEnv` and gymnasium's Sync/AsyncVectorEnv, in ``NEXT_STEP`` (the step after an
@@ -257,6 +331,7 @@ class RecordVectorTrajectory(VectorWrapper):
         self._mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         self._ended = np.zeros(env.num_envs, dtype=bool)
         self._started = time.perf_counter()
+        self._start_saving()
 
     @property
     def trajectory(self) -> Trajectory:
@@ -268,10 +343,18 @@ class RecordVectorTrajectory(VectorWrapper):
         target = path or self.path
         if target is None:
             raise ValueError("No path: pass one to save() or to RecordVectorTrajectory(env, path=...)")
-        return self.trajectory.save(target)
+        saved = self.trajectory.save(target)
+        if self.path is not None and Path(target) == self.path:
+            self._rows.unsaved = False
+        return saved
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        return self._guarded(lambda: self._reset(seed, options))
+
+    def _reset(
+        self, seed: int | list[int | None] | None, options: dict[str, Any] | None
     ) -> tuple[Any, dict[str, Any]]:
         start = time.perf_counter()
         mask = (options or {}).get("reset_mask")
@@ -285,6 +368,9 @@ class RecordVectorTrajectory(VectorWrapper):
         return observations, infos
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        return self._guarded(lambda: self._step(actions))
+
+    def _step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         actions_list = list(iterate(self.action_space, actions))
         labels = [self._label(i, a) for i, a in enumerate(actions_list)]
         start = time.perf_counter()

@@ -268,7 +268,9 @@ def test_a_failed_autosave_names_the_path_and_keeps_the_rows(tmp_path, chess_url
         IsADirectoryError, match=re.escape(f"Cannot save the recording to {path}: it is a directory")
     ):
         env.save(path)
-    env.close()
+    with pytest.warns(UserWarning, match="Cannot save the recording"):
+        env.close()  # closes anyway; the rows stay in env.trajectory
+    assert len(env.trajectory) == 2
     assert os.listdir(tmp_path) == ["t.parquet"] and os.listdir(path) == []
 
 
