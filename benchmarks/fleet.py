@@ -63,7 +63,8 @@ def start_to_first_step(name: str, replicas: int | str) -> float:
         server = serve(spec["server"], replicas=replicas)
         urls = server.urls
     try:
-        env = gym.make(spec["id"], base_url=urls[0], **spec["options"])
+        headers = getattr(server, "headers", None)  # a container's server requires its token
+        env = gym.make(spec["id"], base_url=urls[0], headers=headers, **spec["options"])
         obs, _ = env.reset(seed=0)
         env.step(env.action_space.sample(mask=obs["action_mask"]) if name == "chess" else 0)
         elapsed = time.perf_counter() - started

@@ -59,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
         )
+        sub.add_argument(
+            "--token",
+            default=None,
+            help="require this token on every request (default: none on loopback; beyond it "
+            "$OPENENV_LAB_TOKEN, else one generated and printed)",
+        )
+        sub.add_argument(
+            "--no-token",
+            action="store_true",
+            help="beyond loopback, serve anyone without a token (behind a proxy that checks them)",
+        )
         for option in spec.options:
             # A yes/no option is a flag (--mcp), and also takes a value (--mcp false).
             flag = {"nargs": "?", "const": True} if option.type is bool else {}
@@ -195,6 +206,8 @@ def _serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             announce=args.announce,
             exit_with_parent=args.exit_with_parent,
+            token=args.token,
+            open_to_all=args.no_token,
             **options,
         )
     except (OSError, ValueError) as exc:
@@ -300,7 +313,8 @@ def _docker_run(args: argparse.Namespace) -> int:
         return 2
     try:
         url = server.start()
-        print(f"{server.image} at {url} (Ctrl+C stops and removes it)", flush=True)
+        token = server.headers["Authorization"].removeprefix("Bearer ")
+        print(f"{server.image} at {url} with token {token} (Ctrl+C stops and removes it)", flush=True)
         while server.running:
             time.sleep(0.5)
         print("openenv-lab docker run: the container exited", file=sys.stderr)

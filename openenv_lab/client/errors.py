@@ -85,7 +85,12 @@ class TransportError(OpenEnvError):
 
 
 class ConnectError(TransportError):
-    """No OpenEnv server could be reached at the URL (refused, unknown host, or connect timeout)."""
+    """No OpenEnv server could be reached at the URL (refused, unknown host, or connect timeout), or it
+    refused us (``status`` 401 or 403: credentials needed; else None)."""
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message, url=url)
+        self.status = status
 
 
 class Timeout(TransportError, TimeoutError):

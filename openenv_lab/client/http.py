@@ -213,6 +213,14 @@ class Client:
                 url=url,
                 status=404,
             )
+        if response.status_code in (401, 403):
+            raise ConnectError(
+                f"{url} answered HTTP {response.status_code}: the server needs credentials. Pass "
+                "token='<token>' to make() (our servers print theirs; a Hugging Face token for a private "
+                "Space), or headers={'Authorization': ...}.",
+                url=url,
+                status=response.status_code,
+            )
         if response.status_code >= 400:
             raise ProtocolError(
                 f"{url} answered HTTP {response.status_code}: {response.text[:300]}",

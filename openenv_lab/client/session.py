@@ -259,6 +259,7 @@ def _refusal(status: int, base_url: str, url: str) -> OpenEnvError:
             f"{base_url} refused the session with HTTP {status}: it needs credentials. Pass token='<token>' "
             "to make() (a Hugging Face token for a private Space), or headers={'Authorization': ...}.",
             url=url,
+            status=status,
         )
     if status >= 500:
         return ConnectError(

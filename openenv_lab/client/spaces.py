@@ -26,12 +26,23 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["SPACE_URL_VARIABLE", "TOKEN_VARIABLE", "space_headers", "space_image", "space_url", "split_space"]
+__all__ = [
+    "SERVER_TOKEN_VARIABLE",
+    "SPACE_URL_VARIABLE",
+    "TOKEN_VARIABLE",
+    "space_headers",
+    "space_image",
+    "space_url",
+    "split_space",
+]
 
 #: Replaces the Hub's address of every Space (a template with ``{owner}``, ``{name}``, ``{subdomain}``).
 SPACE_URL_VARIABLE = "OPENENV_LAB_SPACE_URL"
 #: Where the token of a Space comes from when ``token=`` is not given.
 TOKEN_VARIABLE = "HF_TOKEN"
+#: Where the token of our own servers comes from when ``token=`` is not given (the servers read the same
+#: variable, `openenv_lab.servers._auth.TOKEN_VARIABLE`).
+SERVER_TOKEN_VARIABLE = "OPENENV_LAB_TOKEN"
 
 _PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

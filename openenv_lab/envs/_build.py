@@ -16,7 +16,7 @@ from gymnasium.vector import AutoresetMode
 from ..adapters import ADAPTERS, Adapter, GenericAdapter
 from ..adapters.spec import find_spec
 from ..client import Client, OpenEnvError
-from ..client.spaces import TOKEN_VARIABLE, space_headers, space_image
+from ..client.spaces import SERVER_TOKEN_VARIABLE, TOKEN_VARIABLE, space_headers, space_image
 from ..launch import (
     DockerServer,
     Launcher,
@@ -36,6 +36,7 @@ __all__ = [
     "make_launcher",
     "request_headers",
     "server_urls",
+    "with_launcher_headers",
 ]
 
 
@@ -100,13 +101,25 @@ def check_render_mode(adapter: Adapter, render_mode: str | None) -> None:
 
 
 def request_headers(where: Where, headers: dict[str, str] | None) -> dict[str, str] | None:
-    """The headers of every request: ``headers``, plus a Space's token (``token=``, else ``$HF_TOKEN``), or
-    the ``token=`` given for a ``base_url`` (``$HF_TOKEN`` is never sent to a URL the user typed)."""
+    """The headers of every request: ``headers``, plus ``Authorization: Bearer <token>`` for a Space
+    (``token=``, else ``$HF_TOKEN``) or for our servers (``token=``, else ``$OPENENV_LAB_TOKEN``, which
+    servers beyond loopback require). ``$HF_TOKEN`` is never sent to a URL the user typed."""
     if where.space is not None and where.launcher == "docker":
         return headers  # the Space's image runs here: the token was for the registry
     if where.space is not None or isinstance(where.token, str):
         return space_headers(where.token, headers)
+    server_token = os.environ.get(SERVER_TOKEN_VARIABLE) if where.token is None else None
+    if server_token:
+        return space_headers(server_token, headers)
     return headers
+
+
+def with_launcher_headers(launcher: Any, headers: dict[str, str] | None) -> dict[str, str] | None:
+    """``headers`` plus those the launcher's server needs (a container's token), the user's winning."""
+    needed = getattr(launcher, "headers", None)
+    if not needed:
+        return headers
+    return {**needed, **(headers or {})}
 
 
 def _space_launcher(adapter: Adapter, where: Where) -> tuple[Launcher, bool]:
@@ -178,12 +191,13 @@ def _room(server_name: str, sessions: int) -> int | None:
 
 def server_urls(
     adapter: Adapter, num_envs: int, where: Where, base_urls: Sequence[str] | None
-) -> tuple[list[str], Launcher | None]:
-    """The servers of a vector env's sessions, and the launcher it owns (to stop on close), if any."""
+) -> tuple[list[str], Launcher | None, Launcher | None]:
+    """The servers of a vector env's sessions, the launcher it owns (to stop on close) if any, and the
+    launcher that started them (whose ``headers`` the requests carry) if any."""
     base_url, launcher, image = where.base_url, where.launcher, where.image
     if base_urls is None:
         server, owned = make_launcher(adapter, where, sessions=num_envs)
-        return [server.start()], server if owned else None
+        return [server.start()], server if owned else None, server
     if where.space is not None:
         raise ValueError("Pass space or base_urls, not both")
     if base_url is not None:
@@ -199,7 +213,7 @@ def server_urls(
     urls = list(base_urls)
     if not urls:
         raise ValueError("base_urls is empty: give at least one server URL")
-    return urls, None
+    return urls, None, None
 
 
 def check_reset_mask(mask: Any, num_envs: int) -> np.ndarray:

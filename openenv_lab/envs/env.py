@@ -32,6 +32,7 @@ from ._build import (
     make_adapter,
     make_launcher,
     request_headers,
+    with_launcher_headers,
 )
 from ._episode import Episode, retry_after_collecting
 from .tasks import TaskCatalog, selection
@@ -136,6 +137,7 @@ class OpenEnvEnv(gym.Env):
         except BaseException:
             self._stop_owned_launcher()
             raise
+        headers = with_launcher_headers(self.launcher, headers)  # e.g. a container's token
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         this = weakref.ref(self)  # the catalogue must not keep the env alive (a dropped env closes)
         self._catalog = TaskCatalog(lambda: this().client)  # type: ignore[union-attr]

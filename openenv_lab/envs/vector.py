@@ -46,6 +46,7 @@ from ._build import (
     make_adapter,
     request_headers,
     server_urls,
+    with_launcher_headers,
 )
 from ._build import autoreset_mode as autoreset_mode_of
 from ._episode import Episode, retry_after_collecting
@@ -145,8 +146,9 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         self.timeouts = Timeouts.of(timeouts)
         where = Where(base_url, launcher, image, space, token, trust_remote_code)
         headers = request_headers(where, headers)
+        self.base_urls, self._owned_launcher, started_by = server_urls(first, self.num_envs, where, base_urls)
+        headers = with_launcher_headers(started_by, headers)  # e.g. a container's token
         self._headers = headers
-        self.base_urls, self._owned_launcher = server_urls(first, self.num_envs, where, base_urls)
         try:
             self._transport = retry_after_collecting(
                 lambda: open_pool(

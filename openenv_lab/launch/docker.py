@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -139,6 +140,14 @@ class DockerServer:
         self.options = dict(options)
         self.base_url: str | None = None
         self.container: Any = None
+        # Our images listen on 0.0.0.0 inside the container, so their server requires a token: one per
+        # container, passed in its environment and sent by the clients of this launcher (`headers`).
+        self._token = self.environment.get("OPENENV_LAB_TOKEN") or secrets.token_urlsafe(24)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What every request to the container must carry (its server's token)."""
+        return {"Authorization": f"Bearer {self._token}"}
 
     @property
     def running(self) -> bool:
@@ -274,7 +283,7 @@ class DockerServer:
                 f"{LABEL}.server": self.name or "",
                 f"{LABEL}.owner": f"{socket.gethostname()}:{os.getpid()}",
             },
-            "environment": self.environment,
+            "environment": {**self.environment, "OPENENV_LAB_TOKEN": self._token},
             "privileged": False,
             "cap_drop": ["ALL"],
             "security_opt": ["no-new-privileges"],
@@ -311,7 +320,7 @@ class DockerServer:
                     + _log_tail(self.logs())
                 )
             try:
-                with Client(self.base_url, timeouts=timeouts) as client:
+                with Client(self.base_url, timeouts=timeouts, headers=self.headers) as client:
                     if client.health().get("status") == "healthy":
                         return
             except OpenEnvError:

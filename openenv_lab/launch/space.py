@@ -58,7 +58,7 @@ class SpaceServer:
                     if client.health().get("status") == "healthy":
                         return self.base_url
                     last = "its /health did not say healthy"
-                except ProtocolError as exc:
+                except (ProtocolError, ConnectError) as exc:
                     if exc.status == 404:
                         raise ConnectError(self._gone(), url=self.base_url) from None
                     if exc.status in (401, 403):
@@ -66,10 +66,11 @@ class SpaceServer:
                             f"The Space {self.space} refused the token (HTTP {exc.status}): pass a token "
                             "that can read it (token=..., or $HF_TOKEN)",
                             url=self.base_url,
+                            status=exc.status,
                         ) from None
-                    if exc.status not in _WAKING:
+                    if isinstance(exc, ProtocolError) and exc.status not in _WAKING:
                         raise
-                    last = f"HTTP {exc.status}"
+                    last = f"HTTP {exc.status}" if exc.status else type(exc).__name__
                 except OpenEnvError as exc:  # refused, unreachable, slow: a Space waking up looks like this
                     last = type(exc).__name__
                 waited = time.monotonic() - started

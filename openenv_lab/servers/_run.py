@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from ..optional_imports import hidden_module
+from ._auth import TOKEN_VARIABLE, TokenGate, needs_token, server_token
 from .catalogue import get_bundled_server
 
 __all__ = ["ANNOUNCE_PREFIX", "run_server"]
@@ -35,13 +36,22 @@ def run_server(
     log_level: str = "warning",
     announce: bool = False,
     exit_with_parent: bool = False,
+    token: str | None = None,
+    open_to_all: bool = False,
     **options: Any,
 ) -> None:
-    """Serve the bundled server ``name`` until interrupted (blocking)."""
+    """Serve the bundled server ``name`` until interrupted (blocking).
+
+    A ``host`` other than loopback requires a token on every request (see `openenv_lab.servers._auth`):
+    ``token``, else ``$OPENENV_LAB_TOKEN``, else one generated and printed; ``open_to_all`` serves
+    everyone instead."""
     import uvicorn
 
     _import_jsonschema_without_iri_format()
     app = get_bundled_server(name).make_app(max_sessions=max_sessions, **options)
+    required, generated = server_token(host, token, open_to_all=open_to_all)
+    if required is not None:
+        app = TokenGate(app, required)
     sock = _listen(host, port)
     bound_port = sock.getsockname()[1]
     # A wildcard address is not one clients can use: announce the loopback address instead.
@@ -58,6 +68,13 @@ def run_server(
     else:
         everywhere = " (all interfaces)" if reachable != host else ""
         banner = f"openenv_lab {name} server listening on {url}{everywhere} (Ctrl+C to stop)"
+        if generated:
+            banner += (
+                f"\ntoken: {required}\n(every request needs it: token='...' in gym.make, or "
+                f"{TOKEN_VARIABLE}=... in the client's environment; --token or {TOKEN_VARIABLE} sets it here)"
+            )
+        elif required is None and needs_token(host):
+            banner += "\nwarning: --no-token: anyone who can reach this address can use the server"
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:

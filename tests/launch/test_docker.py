@@ -17,6 +17,7 @@ import sys
 import textwrap
 
 import gymnasium as gym
+import httpx
 import numpy as np
 import pytest
 
@@ -117,6 +118,10 @@ def test_a_full_game_through_launcher_docker(engine, chess_image):
         assert [b["HostIp"] for b in container.ports["8000/tcp"]] == ["127.0.0.1"]
         assert container.attrs["Config"]["User"] == "65534:65534"
         assert container.labels[LABEL] == "1" and container.labels[f"{LABEL}.server"] == "chess"
+        # The server listens on 0.0.0.0 inside the container: it requires the token the launcher gave it.
+        assert httpx.get(env.unwrapped.base_url + "/health", timeout=10).status_code == 401
+        headers = env.unwrapped.launcher.headers
+        assert httpx.get(env.unwrapped.base_url + "/health", headers=headers, timeout=10).status_code == 200
     finally:
         env.close()
     assert not containers(engine, id=container.id), "close() must remove the container"
@@ -182,7 +187,8 @@ def test_a_spaces_image_runs_here_when_trusted(engine, chess_image, monkeypatch)
             line = read_line(process, timeout=180)
             assert line.startswith(SPACE_IMAGE + " at http://127.0.0.1:"), line
             url = line.split(" at ")[1].split()[0]
-            with openenv_lab.client.Client(url) as client:
+            token = line.split("token ")[1].split()[0]  # the container's server requires it
+            with openenv_lab.client.Client(url, headers={"Authorization": f"Bearer {token}"}) as client:
                 assert client.health()["status"] == "healthy"
         finally:
             process.send_signal(signal.SIGINT)
@@ -298,7 +304,7 @@ def test_finrl_built_on_first_use_and_a_server_with_room_for_n_sessions(
         assert "[1/2] gathering wheels" in out and f"Successfully tagged {tag}" in out
         assert "Using cache" in out
         assert server.command()[:2] == ["--max-sessions", "2"]
-        with openenv_lab.Client(server.base_url) as client:
+        with openenv_lab.Client(server.base_url, headers=server.headers) as client:
             assert client.get("/capacity")["max_sessions"] == 2
         with pytest.raises(openenv_lab.CapacityError, match="1 short"):
             gym.make_vec("openenv/finrl", num_envs=3, launcher=server)
