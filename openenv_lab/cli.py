@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
             "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
         )
         sub.add_argument(
+            "--max-message-bytes",
+            type=_parse_positive,
+            default=None,
+            help=f"largest WebSocket message read (default: {spec.max_message_bytes:,}; larger ones close "
+            "the connection with code 1009)",
+        )
+        sub.add_argument(
             "--token",
             default=None,
             help="require this token on every request (default: none on loopback; beyond it "
@@ -208,6 +215,7 @@ def _serve(args: argparse.Namespace) -> int:
             exit_with_parent=args.exit_with_parent,
             token=args.token,
             open_to_all=args.no_token,
+            max_message_bytes=args.max_message_bytes,
             **options,
         )
     except (OSError, ValueError) as exc:

@@ -38,17 +38,22 @@ def run_server(
     exit_with_parent: bool = False,
     token: str | None = None,
     open_to_all: bool = False,
+    max_message_bytes: int | None = None,
     **options: Any,
 ) -> None:
     """Serve the bundled server ``name`` until interrupted (blocking).
 
     A ``host`` other than loopback requires a token on every request (see `openenv_lab.servers._auth`):
     ``token``, else ``$OPENENV_LAB_TOKEN``, else one generated and printed; ``open_to_all`` serves
-    everyone instead."""
+    everyone instead. ``max_message_bytes`` caps the WebSocket messages it reads (default: the server's
+    own, `BundledServer.max_message_bytes`)."""
     import uvicorn
 
     _import_jsonschema_without_iri_format()
-    app = get_bundled_server(name).make_app(max_sessions=max_sessions, **options)
+    bundled = get_bundled_server(name)
+    app = bundled.make_app(max_sessions=max_sessions, **options)
+    if max_message_bytes is not None and max_message_bytes < 1:
+        raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
     required, generated = server_token(host, token, open_to_all=open_to_all)
     if required is not None:
         app = TokenGate(app, required)
@@ -61,7 +66,12 @@ def run_server(
     # less server CPU per message, and per-message cost is most of a cheap step's (server CPU per step
     # is a column of benchmarks/vector_throughput.py).
     config = uvicorn.Config(
-        app, log_level=log_level, timeout_graceful_shutdown=3, lifespan="on", ws="websockets-sansio"
+        app,
+        log_level=log_level,
+        timeout_graceful_shutdown=3,
+        lifespan="on",
+        ws="websockets-sansio",
+        ws_max_size=max_message_bytes or bundled.max_message_bytes,
     )
     if announce:
         banner = f"{ANNOUNCE_PREFIX} {url}"

@@ -43,6 +43,9 @@ class BundledServer:
     app_factory: str
     options: tuple[ServerOption, ...] = ()
     default_max_sessions: int = 64
+    #: The largest WebSocket message the server reads (larger ones close the connection with 1009): a few
+    #: times the largest legitimate one, a ``/ws/batch`` step of ``default_max_sessions`` sessions.
+    max_message_bytes: int = 1 << 20
 
     def make_app(self, *, max_sessions: int | None = None, **options: Any) -> Any:
         """Build the server's FastAPI app (imports the server module and ``openenv``)."""
@@ -72,11 +75,13 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
             ),
         ),
         default_max_sessions=256,
+        max_message_bytes=2 << 20,  # 256 sessions x 256 characters, each escaped as up to 6 bytes
     ),
     "chess": BundledServer(
         name="chess",
         summary="Chess against a random, greedy, minimax or Stockfish opponent (official chess_env schema).",
         app_factory="openenv_lab.servers.chess:make_app",
+        max_message_bytes=256 << 10,  # a move or a FEN per session
         options=(
             ServerOption(
                 "opponent",
@@ -110,11 +115,13 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
             ),
         ),
         default_max_sessions=16,
+        max_message_bytes=256 << 10,  # actions are integers; the reset's options are the largest
     ),
     "finrl": BundledServer(
         name="finrl",
         summary="FinRL-style stock trading on a CSV/Parquet or synthetic market (official finrl_env schema).",
         app_factory="openenv_lab.servers.finrl:make_app",
+        max_message_bytes=4 << 20,  # one number per ticker per session, for data with many tickers
         options=(
             ServerOption("data", str, "synthetic", "FinRL long-format CSV or Parquet file, or 'synthetic'"),
             ServerOption(
