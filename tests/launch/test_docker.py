@@ -215,7 +215,7 @@ def test_a_port_in_use_is_replaced_by_a_free_one(engine, chess_image):
             url = server.start()
         try:
             assert not url.endswith(f":{port}")
-            with openenv_lab.Client(url) as client:
+            with openenv_lab.Client(url, headers=server.headers) as client:
                 assert client.health()["status"] == "healthy"
         finally:
             server.stop()
