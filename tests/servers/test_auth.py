@@ -7,11 +7,7 @@ from ``$OPENENV_LAB_TOKEN``) plays; a loopback server needs none unless given on
 
 from __future__ import annotations
 
-import queue
 import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -22,25 +18,11 @@ import openenv_lab  # noqa: F401 - registers the ids
 from openenv_lab.client import ConnectError, Session
 from openenv_lab.client.spaces import SERVER_TOKEN_VARIABLE
 from openenv_lab.servers._auth import TOKEN_VARIABLE, needs_token
+from tests.helpers import serve_cli
 
 
 def serve(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start ``openenv-lab serve echo`` with ``args``; the process and its banner's lines."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "openenv_lab", "serve", "echo", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-    banner = [lines.get(timeout=60)]
-    deadline = time.monotonic() + 1.0  # the token lines follow the first at once
-    while time.monotonic() < deadline:
-        try:
-            banner.append(lines.get(timeout=max(0.01, deadline - time.monotonic())))
-        except queue.Empty:
-            break
-    return process, [line.rstrip("\n") for line in banner]
+    return serve_cli("echo", *args)
 
 
 @pytest.fixture(scope="module")

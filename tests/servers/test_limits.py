@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
-import sys
-import threading
 
 import pytest
 from websockets.exceptions import ConnectionClosed
@@ -14,6 +11,7 @@ from websockets.sync.client import connect
 
 from openenv_lab.client import Session
 from openenv_lab.servers import BUNDLED_SERVERS
+from tests.helpers import serve_cli
 
 
 def test_each_family_reads_messages_of_its_size_and_no_larger_than_a_few_mib():
@@ -22,15 +20,8 @@ def test_each_family_reads_messages_of_its_size_and_no_larger_than_a_few_mib():
 
 
 def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "openenv_lab", "serve", "chess", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
-    url = lines.get(timeout=60).split(" listening on ")[1].split()[0]
-    return process, url
+    process, banner = serve_cli("chess", *args)
+    return process, banner[0].split(" listening on ")[1].split()[0]
 
 
 @pytest.mark.parametrize("limit", [None, 4096])
