@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .servers import BUNDLED_SERVERS
+from .servers import BUNDLED_SERVERS, DEFAULT_IDLE_TIMEOUT
 
 __all__ = ["main"]
 
@@ -65,6 +65,31 @@ def _parser() -> argparse.ArgumentParser:
             default=None,
             help=f"largest WebSocket message read (default: {spec.max_message_bytes:,}; larger ones close "
             "the connection with code 1009)",
+        )
+        sub.add_argument(
+            "--max-sessions-per-client",
+            type=_parse_positive,
+            default=None,
+            help="sessions one client address may hold (default: as many as the server allows)",
+        )
+        sub.add_argument(
+            "--max-batch",
+            type=_parse_positive,
+            default=None,
+            help=f"sessions one /ws/batch connection may hold (default: {spec.default_max_sessions})",
+        )
+        sub.add_argument(
+            "--idle-timeout",
+            type=_parse_seconds,
+            default=DEFAULT_IDLE_TIMEOUT,
+            help="close a session after this many seconds without a request (default: %(default)g; 0: never)",
+        )
+        sub.add_argument(
+            "--ping-interval",
+            type=_parse_positive_seconds,
+            default=20.0,
+            help="seconds between WebSocket pings; a client silent for as long again is dropped and its "
+            "sessions freed (default: %(default)g)",
         )
         sub.add_argument(
             "--token",
@@ -188,6 +213,23 @@ def _parse_positive(text: str) -> int:
     return value
 
 
+def _parse_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text!r}")
+    return value
+
+
+def _parse_positive_seconds(text: str) -> float:
+    value = _parse_seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
 def _parse_bool(text: str) -> bool:
     value = text.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -216,6 +258,10 @@ def _serve(args: argparse.Namespace) -> int:
             token=args.token,
             open_to_all=args.no_token,
             max_message_bytes=args.max_message_bytes,
+            max_sessions_per_client=args.max_sessions_per_client,
+            max_batch=args.max_batch,
+            idle_timeout=args.idle_timeout or None,
+            ping_interval=args.ping_interval,
             **options,
         )
     except (OSError, ValueError) as exc:

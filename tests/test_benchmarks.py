@@ -67,3 +67,30 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     assert set(fleet["throughput"]) == {"1", "2"}
     assert all(row["steps_per_s"] > 0 for row in fleet["throughput"].values())
     assert set(fleet["start_to_first_step_s"]) == {"1", "2"} and "vs one server" in completed.stdout
+
+
+@pytest.mark.slow
+def test_the_soak_script_reports_steps_errors_memory_and_slowloris(tmp_path):
+    out = tmp_path / "soak.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "soak.py"),
+            "--quick",
+            "--minutes",
+            "0.1",
+            "--families",
+            "echo,chess",
+        ]
+        + ["--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(out.read_text())
+    assert set(report["soak"]) == {"echo", "chess"}
+    for row in report["soak"].values():
+        assert row["steps"] > 0 and row["errors"] == 0, row["first_error"]
+        assert row["reopened"] >= 1 and row["server_rss_mib_at_end"] > 0
+    assert report["slowloris"]["idle_connections"] == 50 and report["slowloris"]["ratio"] > 0

@@ -65,7 +65,7 @@ def _loads(raw: str | bytes) -> Any:
 
 
 #: Error codes after which the server closes the connection.
-FATAL_CODES = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR"})
+FATAL_CODES = frozenset({"CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR", "LIMIT_EXCEEDED"})
 
 
 @dataclass(slots=True)
@@ -228,6 +228,7 @@ _HINTS = {
     "EXECUTION_ERROR": "The environment raised while handling the request; the session is still open",
     "FACTORY_ERROR": "The server could not build an environment for this session; check its logs",
     "SESSION_ERROR": "The server closed the session",
+    "LIMIT_EXCEEDED": "The server refused the session: one of its limits (named above) would be exceeded",
 }
 
 

@@ -8,7 +8,8 @@ a server's free slots between our reading and our opening them: then everything 
 capacities are read again (`CAPACITY_READINGS` readings in all), so the slots go to servers with room.
 
 Which transport carries the sessions: on servers with the batch route (ours, unless ``multiplex=False``)
-a server's sessions share one WebSocket; when every session is on such a server of this machine, the
+a server's sessions share one WebSocket (or several, of at most the ``"max_batch"`` sessions the server
+allows one connection); when every session is on such a server of this machine, the
 calling thread drives them (`DirectTransport`, over `SyncChannel`\\ s); otherwise an event loop in a
 background thread does (`LoopTransport`).
 """
@@ -102,11 +103,14 @@ def open_pool(
 def _open_once(order: list[str], size: int, multiplex: bool, options: dict[str, Any]) -> Transport:
     free: dict[str, int | None] = {}
     routes: dict[str, str] = {}
+    batch: dict[str, int] = {}
     for url in order:
-        reported, route = _capacity(url, options)
+        reported, route, max_batch = _capacity(url, options)
         free[url] = reported
         if route is not None and multiplex:
             routes[url] = route
+            batch[url] = max_batch or size
+    options = {**options, "max_batch": batch}
     known = sum(n for n in free.values() if n is not None)
     if all(n is not None for n in free.values()):
         if known < size:
@@ -140,24 +144,35 @@ def _with_room(order: list[str], free: dict[str, int | None]) -> list[str]:
     return [url for url in order if free[url] is None or free[url] > 0]  # type: ignore[operator]
 
 
+def _chunks(count: int, most: int) -> list[int]:
+    """``count`` sessions as connections of at most ``most`` each, as even as can be."""
+    connections = -(-count // most)
+    return [count // connections + (k < count % connections) for k in range(connections)]
+
+
 def _open_direct(plan: list[str], routes: dict[str, str], options: dict[str, Any]) -> DirectTransport:
-    """One `SyncChannel` per server, opened by the calling thread; closed again if anything fails."""
-    opened: dict[str, list[SyncBatchedSession]] = {}
+    """`SyncChannel`\\ s to each server (one, or several of at most its ``max_batch``), opened by the calling
+    thread; closed again if anything fails."""
+    opened: dict[str, list[SyncBatchedSession]] = {url: [] for url in plan}
+    channel_options = {k: v for k, v in options.items() if k != "max_batch"}
     try:
         for url in dict.fromkeys(plan):
-            try:
-                channel = SyncChannel(url, routes[url], plan.count(url), **options)
-            except CapacityError as exc:
-                raise _SlotsTaken(exc.concerning(plan.index(url), url)) from None  # type: ignore[arg-type]
-            except OpenEnvError as exc:
-                raise exc.concerning(plan.index(url), url) from None
-            opened[url] = channel.sessions[::-1]
+            for count in _chunks(plan.count(url), options["max_batch"][url]):
+                try:
+                    channel = SyncChannel(url, routes[url], count, **channel_options)
+                except CapacityError as exc:
+                    raise _SlotsTaken(exc.concerning(plan.index(url), url)) from None  # type: ignore[arg-type]
+                except OpenEnvError as exc:
+                    raise exc.concerning(plan.index(url), url) from None
+                opened[url].extend(channel.sessions)
     except BaseException:
         for seats in opened.values():
-            with contextlib.suppress(Exception):
-                seats[0].channel.close()
+            for channel in dict.fromkeys(seat.channel for seat in seats):
+                with contextlib.suppress(Exception):
+                    channel.close()
         raise
-    return DirectTransport([opened[url].pop() for url in plan])
+    unused = {url: seats[::-1] for url, seats in opened.items()}
+    return DirectTransport([unused[url].pop() for url in plan])
 
 
 async def _open_on_loop(
@@ -170,7 +185,8 @@ async def _open_on_loop(
     """Place ``size`` sessions, opening an `AsyncSession` at once on servers without the batch route (a
     refusal there moves the session on), then one `Channel` per server with the route."""
     slots: list[AsyncSession | str] = []  # a session, or the URL of a channel to open
-    channels: dict[str, Channel] = {}
+    channels: dict[str, list[Channel]] = {}
+    session_options = {k: v for k, v in options.items() if k != "max_batch"}
     turn = 0
     try:
         while len(slots) < size:
@@ -183,7 +199,7 @@ async def _open_on_loop(
                 slots.append(url)
             else:
                 try:
-                    slots.append(await AsyncSession.open(url, **options))
+                    slots.append(await AsyncSession.open(url, **session_options))
                 except CapacityError:
                     free[url] = 0  # a server that does not report its capacity is full: use the others
                     continue
@@ -195,35 +211,41 @@ async def _open_on_loop(
             count = slots.count(url)
             if not count:
                 continue
-            try:
-                channels[url] = await Channel.open(url, routes[url], count, **options)
-            except CapacityError as exc:
-                raise _SlotsTaken(exc.concerning(slots.index(url), url)) from None  # type: ignore[arg-type]
-            except OpenEnvError as exc:
-                raise exc.concerning(slots.index(url), url) from None
-        unused = {url: channel.sessions[::-1] for url, channel in channels.items()}
+            channels[url] = []
+            for part in _chunks(count, options["max_batch"][url]):
+                try:
+                    channels[url].append(await Channel.open(url, routes[url], part, **session_options))
+                except CapacityError as exc:
+                    raise _SlotsTaken(exc.concerning(slots.index(url), url)) from None  # type: ignore[arg-type]
+                except OpenEnvError as exc:
+                    raise exc.concerning(slots.index(url), url) from None
+        unused = {url: [s for c in opened for s in c.sessions][::-1] for url, opened in channels.items()}
         return [unused[s].pop() if isinstance(s, str) else s for s in slots]
     except BaseException:
         for slot in slots:
             if isinstance(slot, AsyncSession):
                 await slot.close()
-        for channel in channels.values():
-            await channel.close()
+        for opened in channels.values():
+            for channel in opened:
+                await channel.close()
         raise
 
 
-def _capacity(url: str, options: dict[str, Any]) -> tuple[int | None, str | None]:
-    """Free slots (None: the server does not say) and batch route of the server at ``url``."""
+def _capacity(url: str, options: dict[str, Any]) -> tuple[int | None, str | None, int | None]:
+    """Free slots (None: the server does not say), batch route, and the most sessions one batch connection
+    may hold (None: no limit said) of the server at ``url``."""
     with Client(url, timeouts=options["timeouts"], headers=options["headers"]) as client:
         try:
             capacity = client.capacity()
         except OpenEnvError as exc:
             raise exc.concerning(None, client.base_url) from None
     if capacity is None:
-        return None, None
+        return None, None, None
     route = capacity.get("batch_route")
     free = int(capacity["max_sessions"]) - int(capacity["active_sessions"])
-    return free, route if isinstance(route, str) and route.startswith("/") else None
+    most = capacity.get("max_batch")
+    most = most if isinstance(most, int) and not isinstance(most, bool) and most > 0 else None
+    return free, route if isinstance(route, str) and route.startswith("/") else None, most
 
 
 def _capacity_error(size: int, available: int, free: dict[str, int | None]) -> CapacityError:

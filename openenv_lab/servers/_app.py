@@ -3,8 +3,9 @@
 The app is exactly what ``openenv.core.env_server.create_app`` builds (the same routes: ``/ws``,
 ``/health``, ``/schema``, ``/metadata``, ``/reset``, ``/step``, ``/state``, ``/mcp``), plus one
 read-only route of ours, ``GET /capacity``, that reports how many sessions are open and allowed, so
-clients can plan vector environments before opening sessions, and ``/ws/batch`` (`_batch.py`), where one
-WebSocket carries many sessions.
+clients can plan vector environments before opening sessions (with ``"max_batch"``, the most sessions one
+``/ws/batch`` connection may hold, when the server runs with `_limits.Limits`), and ``/ws/batch``
+(`_batch.py`), where one WebSocket carries many sessions.
 
 Bad input never gets a 500: a request the models refuse is a 422 whose JSON carries no value JSON cannot
 hold (``1e309`` is read as infinity, which the framework's own error reply could not serialise), and an
@@ -96,6 +97,14 @@ def build_app(
     @app.get("/capacity", tags=["Health"], summary="Sessions open and allowed")
     def capacity() -> dict[str, Any]:
         status = server.get_capacity_status()
+        limits = getattr(app.state, "limits", None)  # set by run_server
+        if limits is not None and limits.max_batch is not None and "batch_route" in extras:
+            return {
+                "active_sessions": status.active_sessions,
+                "max_sessions": status.max_sessions,
+                **extras,
+                "max_batch": limits.max_batch,
+            }
         return {"active_sessions": status.active_sessions, "max_sessions": status.max_sessions, **extras}
 
     return app

@@ -28,6 +28,8 @@ from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect  # resolved by name: FastAPI reads the annotation
 
+from ._limits import batch_refusal
+
 __all__ = ["BATCH_ROUTE", "register_batch_route", "supports_batches"]
 
 BATCH_ROUTE = "/ws/batch"
@@ -143,6 +145,10 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 count = 0
             if count < 1:
                 await send(websocket, error("?sessions= must be a positive integer", "VALIDATION_ERROR"))
+                return
+            refusal = batch_refusal(count, getattr(websocket.app.state, "limits", None))
+            if refusal is not None and count <= server.get_capacity_status().max_sessions:
+                await send(websocket, {"type": "error", "data": refusal})  # more than max_sessions: full
                 return
             try:
                 for _ in range(count):

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..optional_imports import hidden_module
 from ._auth import TOKEN_VARIABLE, TokenGate, needs_token, server_token
+from ._limits import DEFAULT_IDLE_TIMEOUT, Limits, SessionLimits
 from .catalogue import get_bundled_server
 
 __all__ = ["ANNOUNCE_PREFIX", "run_server"]
@@ -39,6 +40,10 @@ def run_server(
     token: str | None = None,
     open_to_all: bool = False,
     max_message_bytes: int | None = None,
+    max_sessions_per_client: int | None = None,
+    max_batch: int | None = None,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    ping_interval: float = 20.0,
     **options: Any,
 ) -> None:
     """Serve the bundled server ``name`` until interrupted (blocking).
@@ -46,7 +51,11 @@ def run_server(
     A ``host`` other than loopback requires a token on every request (see `openenv_lab.servers._auth`):
     ``token``, else ``$OPENENV_LAB_TOKEN``, else one generated and printed; ``open_to_all`` serves
     everyone instead. ``max_message_bytes`` caps the WebSocket messages it reads (default: the server's
-    own, `BundledServer.max_message_bytes`)."""
+    own, `BundledServer.max_message_bytes`). ``max_sessions_per_client``, ``max_batch`` (default: its
+    ``max_sessions``, at most the family's default, for which its message limit is sized) and
+    ``idle_timeout`` (seconds; None: never) are the session limits of `openenv_lab.servers._limits`;
+    ``ping_interval`` is how often the server pings each WebSocket (a client that does not answer within
+    as long again is dropped and its sessions freed)."""
     import uvicorn
 
     _import_jsonschema_without_iri_format()
@@ -54,6 +63,16 @@ def run_server(
     app = bundled.make_app(max_sessions=max_sessions, **options)
     if max_message_bytes is not None and max_message_bytes < 1:
         raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
+    if ping_interval <= 0:
+        raise ValueError(f"ping_interval must be positive, got {ping_interval}")
+    default = bundled.default_max_sessions
+    limits = Limits(
+        per_client=max_sessions_per_client,
+        idle_timeout=idle_timeout,
+        max_batch=max_batch or min(max_sessions or default, default),
+    )
+    app.state.limits = limits  # read by GET /capacity
+    app = SessionLimits(app, limits)
     required, generated = server_token(host, token, open_to_all=open_to_all)
     if required is not None:
         app = TokenGate(app, required)
@@ -72,6 +91,8 @@ def run_server(
         lifespan="on",
         ws="websockets-sansio",
         ws_max_size=max_message_bytes or bundled.max_message_bytes,
+        ws_ping_interval=ping_interval,
+        ws_ping_timeout=ping_interval,
     )
     if announce:
         banner = f"{ANNOUNCE_PREFIX} {url}"

@@ -116,7 +116,12 @@ def test_unknown_server_and_options_are_value_errors():
 def test_capacity_of_an_embedded_server():
     with EmbeddedServer("chess", max_sessions=1) as server:
         capacity = Client(server.base_url).capacity()
-        assert capacity == {"active_sessions": 0, "max_sessions": 1, "batch_route": "/ws/batch"}
+        assert capacity == {
+            "active_sessions": 0,
+            "max_sessions": 1,
+            "batch_route": "/ws/batch",
+            "max_batch": 1,
+        }
         with Session(server.base_url), pytest.raises(CapacityError, match="1/1"):
             Session(server.base_url)
 

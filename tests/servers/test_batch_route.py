@@ -43,7 +43,12 @@ def wait_for_active(url: str, expected: int) -> None:
 
 def test_capacity_names_the_route_and_counts_the_sessions(echo):
     with Client(echo) as client:
-        assert client.capacity() == {"active_sessions": 0, "max_sessions": 4, "batch_route": "/ws/batch"}
+        assert client.capacity() == {
+            "active_sessions": 0,
+            "max_sessions": 4,
+            "batch_route": "/ws/batch",
+            "max_batch": 4,  # its max_sessions (at most the family's default, its messages' size)
+        }
     with batch_socket(echo, 3) as ws:
         assert ask(ws, (0, "state", None))["type"] == "batch"
         assert active(echo) == 3

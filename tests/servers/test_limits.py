@@ -1,17 +1,22 @@
-"""Limits of our servers: the largest WebSocket message each family reads, sized to its traffic."""
+"""Limits of our servers: the largest WebSocket message each family reads (sized to its traffic),
+sessions per client address and per batch connection, idle sessions, vanished clients, and slowloris."""
 
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
+import sys
+import time
 
+import gymnasium as gym
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from openenv_lab.client import Session
+from openenv_lab.client import Client, ServerError, Session, SessionClosed, Timeouts
 from openenv_lab.servers import BUNDLED_SERVERS
-from tests.helpers import serve_cli
+from tests.helpers import read_line, serve_cli, wait_for
 
 
 def test_each_family_reads_messages_of_its_size_and_no_larger_than_a_few_mib():
@@ -42,5 +47,138 @@ def test_a_message_over_the_limit_closes_that_connection_only(limit):
         with Session(url) as session:  # and the server serves everyone else
             assert session.reset(seed=0).observation["legal_moves"]
     finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _raw(url: str, route: str = "/ws", **options):
+    return connect(url.replace("http://", "ws://") + route, open_timeout=10, **options)
+
+
+def _active(url: str) -> int:
+    return Client(url).capacity()["active_sessions"]
+
+
+def test_sessions_per_client_address_are_limited_and_the_refusal_says_which_limit():
+    process, url = _serve("--max-sessions-per-client", "2")
+    try:
+        first, second = Session(url), Session(url)
+        with pytest.raises(ServerError) as refused:
+            Session(url)
+        assert refused.value.code == "LIMIT_EXCEEDED"
+        assert "--max-sessions-per-client" in str(refused.value) and "holds 2 sessions" in str(refused.value)
+        with _raw(url, "/ws/batch?sessions=2") as batch:  # a batch connection counts all its sessions
+            reply = json.loads(batch.recv(timeout=10))
+        assert reply["data"]["limit"] == "per_client"
+        first.close()  # a slot comes back when a session ends
+        with Session(url) as third:
+            assert third.reset(seed=0).observation["legal_moves"]
+        second.close()
+        assert wait_for(lambda: _active(url) == 0)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_a_batch_connection_holds_at_most_max_batch_sessions_and_vector_envs_split_over_several():
+    process, url = _serve("--max-batch", "4")
+    try:
+        assert Client(url).capacity()["max_batch"] == 4
+        with _raw(url, "/ws/batch?sessions=5") as too_many:
+            reply = json.loads(too_many.recv(timeout=10))
+        assert reply["data"]["code"] == "LIMIT_EXCEEDED" and "--max-batch" in reply["data"]["message"]
+        envs = gym.make_vec("openenv/chess", num_envs=10, base_url=url)  # refused, unless split over 3
+        try:
+            envs.reset(seed=list(range(10)))
+            _, rewards, _, _, _ = envs.step(envs.action_space.sample())
+            assert len(rewards) == 10
+            assert _active(url) == 10
+        finally:
+            envs.close()
+        assert wait_for(lambda: _active(url) == 0)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_an_idle_session_is_closed_and_its_slot_freed_while_a_busy_one_is_not():
+    process, url = _serve("--idle-timeout", "1")
+    try:
+        idle, busy = Session(url), Session(url)
+        idle.reset(seed=0)
+        busy.reset(seed=0)
+        for _ in range(8):  # 2.4 s of requests 0.3 s apart: never idle for a second
+            time.sleep(0.3)
+            busy.state()
+        assert wait_for(lambda: _active(url) == 1)
+        with pytest.raises(SessionClosed) as closed:
+            idle.state()
+        assert "idle" in str(closed.value) and "1001" in str(closed.value)
+        assert busy.state() is not None
+        busy.close()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+_FREEZES = """
+import os, signal, sys
+from openenv_lab.client import Session
+session = Session(sys.argv[1])
+session.reset(seed=0)
+print("open", flush=True)
+os.kill(os.getpid(), signal.SIGSTOP)
+"""
+
+
+def test_a_client_that_vanishes_without_closing_frees_its_slot_within_two_ping_intervals():
+    process, url = _serve("--ping-interval", "1")
+    client = subprocess.Popen([sys.executable, "-c", _FREEZES, url], stdout=subprocess.PIPE, text=True)
+    try:
+        assert read_line(client, 60) == "open\n"
+        assert wait_for(lambda: client_stopped(client.pid), 10)
+        assert _active(url) == 1  # frozen, its connection still open, it answers no ping
+        started = time.monotonic()
+        assert wait_for(lambda: _active(url) == 0, 10)
+        assert time.monotonic() - started < 8
+        envs = gym.make_vec("openenv/chess", num_envs=2, base_url=url)
+        with Session(url) as alive:
+            alive.reset(seed=0)
+            envs.reset(seed=0)
+            time.sleep(3.5)  # idle clients that are alive answer the pings by themselves
+            assert alive.state() is not None
+            envs.step(envs.action_space.sample())
+            envs.close()
+    finally:
+        client.kill()
+        client.wait(10)
+        process.terminate()
+        process.wait(10)
+
+
+def client_stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_fifty_idle_tcp_connections_do_not_stop_a_normal_client():
+    process, url = _serve()
+    host, port = url.removeprefix("http://").split(":")
+    idle = []
+    try:
+        for k in range(50):  # slowloris: half a request each, then silence
+            sock = socket.create_connection((host, int(port)), timeout=10)
+            start = b"GET /health HTTP/1.1\r\nHost: x\r\n" if k % 2 else b"GET /ws HTTP/1.1\r\nUpgrade: web"
+            sock.sendall(start)
+            idle.append(sock)
+        with Session(url, timeouts=Timeouts(connect=10, request=10)) as session:
+            session.reset(seed=0)
+            for _ in range(20):
+                move = session.state()  # a request that round-trips while the 50 hang
+                assert move is not None
+        assert Client(url).health()
+    finally:
+        for sock in idle:
+            sock.close()
         process.terminate()
         process.wait(10)
