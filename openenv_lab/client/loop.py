@@ -144,6 +144,25 @@ class LoopTransport:
         finally:
             self.loop.stop()
 
+    def replace(self, seats: Mapping[int, AsyncSession | BatchedSession]) -> None:
+        """Put new sessions in the places of sessions ``seats`` names (whose server failed), closing the
+        old ones; no request of theirs may be in flight."""
+        if self._closed:
+            raise SessionClosed("The sessions are closed; open new ones.")
+        old = [self.seats[i] for i in seats]
+        for i, seat in seats.items():
+            self.seats[i] = seat
+            self.urls[i] = seat.base_url
+        still_used = {id(s.channel if isinstance(s, BatchedSession) else s) for s in self.seats}
+        closers = {id(s.channel if isinstance(s, BatchedSession) else s): s for s in old}
+        idle = [seat for key, seat in closers.items() if key not in still_used]
+
+        async def close_old() -> None:
+            await asyncio.gather(*(seat.close() for seat in idle), return_exceptions=True)
+
+        with contextlib.suppress(Exception, concurrent.futures.TimeoutError):
+            self.loop.run(close_old(), timeout=self._close_budget())
+
     # ------------------------------------------------------------------ on the loop's thread
 
     def _start(self, items: list[tuple[int, str, dict[str, Any]]]) -> None:

@@ -17,6 +17,7 @@ background thread does (`LoopTransport`).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from .http import Client
 from .loop import LoopThread, LoopTransport
 from .transport import DirectTransport, Transport
 
-__all__ = ["CAPACITY_READINGS", "open_pool"]
+__all__ = ["CAPACITY_READINGS", "open_pool", "reseat"]
 
 #: How many times `open_pool` reads the servers' capacities when other clients take the slots it
 #: counted on before it could open them.
@@ -55,11 +56,13 @@ def open_pool(
     timeouts: Timeouts | float | None = None,
     keepalive: Keepalive | None = None,
     headers: dict[str, str] | None = None,
+    direct: bool = True,
 ) -> Transport:
     """Open ``size`` sessions over the servers ``base_urls`` and return the transport that drives them.
 
     Session ``i`` of the transport is the ``i``-th placed, round-robin over the servers in the order
-    given. Every error names the server (and, once placed, the session) it concerns.
+    given. Every error names the server (and, once placed, the session) it concerns. ``direct=False``
+    always gives a `LoopTransport` (whose sessions can be replaced one by one: `reseat`).
 
     Example:
         >>> from openenv_lab.client.pool import open_pool
@@ -80,7 +83,7 @@ def open_pool(
     order = list(dict.fromkeys(base_urls))
     for reading in range(1, CAPACITY_READINGS + 1):
         try:
-            return _open_once(order, size, multiplex, options)
+            return _open_once(order, size, multiplex, options, direct)
         except _SlotsTaken as taken:
             if reading == CAPACITY_READINGS:
                 error = taken.error
@@ -100,7 +103,9 @@ def open_pool(
     raise AssertionError("unreachable")
 
 
-def _open_once(order: list[str], size: int, multiplex: bool, options: dict[str, Any]) -> Transport:
+def _open_once(
+    order: list[str], size: int, multiplex: bool, options: dict[str, Any], direct: bool = True
+) -> Transport:
     free: dict[str, int | None] = {}
     routes: dict[str, str] = {}
     batch: dict[str, int] = {}
@@ -116,7 +121,8 @@ def _open_once(order: list[str], size: int, multiplex: bool, options: dict[str, 
         if known < size:
             raise _capacity_error(size, known, free)
         plan = _plan(order, dict(free), size)
-        if DIRECT_ON_LOOPBACK and all(url in routes and SyncChannel.usable(url) for url in plan):
+        usable = all(url in routes and SyncChannel.usable(url) for url in plan)
+        if direct and DIRECT_ON_LOOPBACK and usable:
             return _open_direct(plan, routes, options)
     loop = LoopThread()
     try:
@@ -125,6 +131,58 @@ def _open_once(order: list[str], size: int, multiplex: bool, options: dict[str, 
         loop.stop()
         raise
     return LoopTransport(loop, seats)
+
+
+def reseat(
+    transport: LoopTransport,
+    ids: Sequence[int],
+    base_urls: Sequence[str],
+    *,
+    within: float,
+    multiplex: bool = True,
+    timeouts: Timeouts | float | None = None,
+    keepalive: Keepalive | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """Give sessions ``ids`` of ``transport`` (whose server failed) new sessions on ``base_urls``.
+
+    The servers are tried in the order given, each round: those that answer ``GET /capacity`` (within
+    ``timeouts.connect``) with free slots take the sessions, as `open_pool` places them; when none can
+    (all down, or a replica still restarting) the round is tried again until ``within`` seconds have
+    passed, then the last error is raised. The old sessions are closed.
+    """
+    timeouts = Timeouts.of(timeouts)
+    quick = Timeouts(connect=timeouts.connect, request=timeouts.connect, close=timeouts.close)
+    options = {"timeouts": timeouts, "keepalive": keepalive, "headers": headers}
+    deadline = time.monotonic() + within
+    last: OpenEnvError | None = None
+    while True:
+        free: dict[str, int | None] = {}
+        routes: dict[str, str] = {}
+        batch: dict[str, int] = {}
+        for url in dict.fromkeys(base_urls):
+            try:
+                reported, route, most = _capacity(url, {**options, "timeouts": quick})
+            except OpenEnvError as exc:  # down, or not answering: try the others
+                last = exc
+                continue
+            free[url] = reported
+            if route is not None and multiplex:
+                routes[url], batch[url] = route, most or len(ids)
+        if free:
+            try:
+                seats = transport.loop.run(
+                    _open_on_loop(list(free), free, routes, len(ids), {**options, "max_batch": batch})
+                )
+            except (OpenEnvError, _SlotsTaken) as exc:
+                last = exc.error if isinstance(exc, _SlotsTaken) else exc
+            else:
+                transport.replace(dict(zip(ids, seats, strict=True)))
+                return
+        if time.monotonic() >= deadline:
+            assert last is not None
+            raise last
+        time.sleep(0.25)
 
 
 def _plan(order: list[str], free: dict[str, int | None], size: int) -> list[str]:

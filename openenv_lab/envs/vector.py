@@ -16,12 +16,17 @@ modes, ``NEXT_STEP`` (the default) and ``SAME_STEP``.
 Sessions go to the embedded server of the family, to a container (``launcher="docker"``, ``image=...``;
 removed by ``close``), to a launcher object's server, or round-robin over ``base_urls=[...]`` (for
 instance a `Fleet`'s ``urls``). If a server fails during a step, the error names the sub-environment
-(``exc.env_index``) and the server, and every session is closed.
+(``exc.env_index``) and the server, and every session is closed. With ``on_failure="restart"`` the run
+goes on instead: the sub-environments of a server that died (its connection lost, or silent past the
+request timeout) end their episode truncated, with ``infos["server_failed"]``, and continue on new
+sessions of whichever server can take them (the others of ``base_urls``, or the same one restarted, as a
+``Fleet(restart=True)`` does); the others never notice.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
@@ -34,8 +39,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ..adapters import Adapter, GenericAdapter
-from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult, Timeouts
-from ..client.pool import open_pool
+from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult, Timeouts, TransportError
+from ..client.loop import LoopTransport
+from ..client.pool import open_pool, reseat
 from ..client.transport import Reply, Request, Transport
 from ..launch import Launcher
 from ._build import (
@@ -58,6 +64,11 @@ __all__ = ["OpenEnvVectorEnv"]
 
 #: From this many sub-environments on, a step goes out in two halves (see `OpenEnvVectorEnv.step`).
 _HALVES_FROM = 8
+
+#: What ``on_failure`` may be.
+_ON_FAILURE = ("raise", "restart")
+
+_log = logging.getLogger("openenv_lab")
 
 #: What one sub-environment's reply becomes: a step's five values (a reset's: reward 0, not ended).
 _Decoded = tuple[Any, float, bool, bool, dict[str, Any]]
@@ -84,6 +95,12 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         tasks: tasks to deal out to the sub-environments (as for `OpenEnvEnv`): sub-environment ``k``
             plays tasks ``k``, ``k + num_envs``, ... in turn, one per reset (`openenv_lab.envs.tasks.spread`).
         space, token, trust_remote_code: a Hugging Face Space as the server, as for `OpenEnvEnv`.
+        on_failure: ``"raise"`` (default): a server that fails closes the env with an error naming it.
+            ``"restart"``: its sub-environments end their episodes truncated (``infos["server_failed"]``
+            says which, ``infos["server_error"]`` why) and go on with new sessions, on any server of the
+            env that can take them within ``reconnect_within`` seconds (else the error is raised). The
+            sessions are then always driven by an event loop thread, so that each can be replaced alone.
+        reconnect_within: seconds to find new sessions after a server fails (``on_failure="restart"``).
         render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
 
     Example:
@@ -120,14 +137,24 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         space: str | None = None,
         token: str | bool | None = None,
         trust_remote_code: bool = False,
+        on_failure: str = "raise",
+        reconnect_within: float = 60.0,
         **adapter_options: Any,
     ) -> None:
+        if on_failure not in _ON_FAILURE:
+            raise ValueError(f"on_failure must be one of {_ON_FAILURE}, got {on_failure!r}")
         self.multiplex = multiplex
+        self.on_failure = on_failure
+        self.reconnect_within = float(reconnect_within)
+        #: Sub-environments moved to new sessions after a server failed (``on_failure="restart"``).
+        self.restarts = 0
+        self._keepalive = keepalive
         self._owned_launcher: Launcher | None = None
         self._transport: Transport | None = None
         self._finalizer: weakref.finalize | None = None
         self._closed_because: str | None = None  # why the env closed itself, for later calls' errors
         self._in_flight: dict[int, str] = {}  # sub-environment -> "reset"/"step" sent, reply not yet in
+        self._sent: dict[int, Request] = {}  # the resets in flight, sent again if their server fails
         self._ready: dict[int, _Decoded] = {}  # replies decoded but not yet returned, in arrival order
         if not isinstance(num_envs, (int, np.integer)) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
@@ -158,6 +185,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
                     timeouts=self.timeouts,
                     keepalive=keepalive,
                     headers=headers,
+                    direct=on_failure != "restart",
                 )
             )
             # An env dropped without close() (a notebook cell run again) frees its sessions when collected.
@@ -405,8 +433,10 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
     def _send(self, requests: dict[int, Request]) -> None:
         """Put ``requests`` on the wire; their replies are collected by `_collect`."""
         transport = self._open_transport()
-        for i, (kind, _) in requests.items():
-            self._in_flight[i] = kind
+        for i, request in requests.items():
+            self._in_flight[i] = request[0]
+            if request[0] == "reset" and self.on_failure == "restart":
+                self._sent[i] = request
         try:
             transport.send(requests)
         except BaseException as exc:  # sent in part: the transport is closed, and so is the env
@@ -434,19 +464,72 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
 
     def _decode(self, replies: dict[int, Reply]) -> None:
         undecoded = dict(replies)
+        lost: dict[int, tuple[str, TransportError]] = {}
         try:
             for i, reply in replies.items():
                 kind = self._in_flight.pop(i)
                 del undecoded[i]
+                if isinstance(reply, TransportError) and self.on_failure == "restart":
+                    lost[i] = kind, reply  # its server failed: the episode ends here, the run goes on
+                    continue
                 if isinstance(reply, BaseException):  # the request failed: its session is in doubt
                     self._close_after(reply)
                     raise reply
+                self._sent.pop(i, None)
                 self._ready[i] = self._result(i, kind, reply)
+            if lost:
+                self._move(lost)
         except BaseException as exc:
             if self._transport is not None and (undecoded or self._in_flight):
                 self._closed_because = "a step was interrupted while its replies were decoded"
                 self._close_after(exc)
             raise
+
+    def _move(self, lost: dict[int, tuple[str, TransportError]]) -> None:
+        """Give the sub-environments ``lost`` (whose server failed) new sessions: a lost step ends its
+        episode truncated, a lost reset is sent again to the new session."""
+        transport = self._open_transport()
+        assert isinstance(transport, LoopTransport)
+        failed = {transport.urls[i] for i in lost}
+        # Healthy servers first; the failed ones last, in case they come back (a restarted replica).
+        order = [u for u in self.base_urls if u not in failed] + [u for u in self.base_urls if u in failed]
+        ids = sorted(lost)
+        first_error = lost[ids[0]][1]
+        try:
+            reseat(
+                transport,
+                ids,
+                order,
+                within=self.reconnect_within,
+                multiplex=self.multiplex,
+                timeouts=self.timeouts,
+                keepalive=self._keepalive,
+                headers=self._headers,
+            )
+        except OpenEnvError as exc:
+            self._closed_because = f"no server could take the sessions of a failed one: {exc}"
+            self._close_after(first_error)
+            raise first_error from exc
+        self.restarts += len(ids)
+        _log.warning(
+            "openenv_lab: server %s failed (%s); sub-environment(s) %s continue on %s",
+            ", ".join(sorted(failed)),
+            first_error,
+            ids,
+            ", ".join(sorted({transport.urls[i] for i in ids})),
+        )
+        resend: dict[int, Request] = {}
+        for i in ids:
+            kind, error = lost[i]
+            self.episodes[i].base_url = transport.urls[i]
+            if kind == "reset":
+                resend[i] = self._sent.pop(i)
+                continue
+            self.episodes[i].needs_reset = True
+            info = {"server_failed": True, "server_error": str(error)}
+            self._ready[i] = (self._env_obs[i], 0.0, False, True, info)
+        if resend:
+            self._send(resend)
 
     def _result(self, i: int, kind: str, result: StepResult) -> _Decoded:
         if kind == "reset":

@@ -240,7 +240,7 @@ def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypa
 def test_slots_taken_at_every_reading_is_a_capacity_error_that_says_so(monkeypatch):
     monkeypatch.setattr("openenv_lab.envs._episode.gc.collect", lambda: 0)
     with EmbeddedServer("echo", max_sessions=2) as server:
-        monkeypatch.setattr(pool_module, "_capacity", lambda url, options: (2, "/ws/batch"))  # stale
+        monkeypatch.setattr(pool_module, "_capacity", lambda url, options: (2, "/ws/batch", None))  # stale
         others = [openenv_lab.Session(server.base_url)]
         try:
             with pytest.raises(CapacityError, match=r"took the free slots.*3 times") as raised:
