@@ -72,17 +72,9 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
 @pytest.mark.slow
 def test_the_soak_script_reports_steps_errors_memory_and_slowloris(tmp_path):
     out = tmp_path / "soak.json"
+    script = [sys.executable, str(BENCHMARKS / "soak.py"), "--quick", "--minutes", "0.1"]
     completed = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "soak.py"),
-            "--quick",
-            "--minutes",
-            "0.1",
-            "--families",
-            "echo,chess",
-        ]
-        + ["--json", str(out)],
+        [*script, "--families", "echo,chess", "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -94,3 +86,20 @@ def test_the_soak_script_reports_steps_errors_memory_and_slowloris(tmp_path):
         assert row["steps"] > 0 and row["errors"] == 0, row["first_error"]
         assert row["reopened"] >= 1 and row["server_rss_mib_at_end"] > 0
     assert report["slowloris"]["idle_connections"] == 50 and report["slowloris"]["ratio"] > 0
+
+
+@pytest.mark.slow
+def test_the_fuzz_script_counts_both_directions(tmp_path):
+    out = tmp_path / "fuzz.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "fuzz.py"), "--examples", "3", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert "chess /ws/batch" in report["server"] and "atari POST /step" in report["server"]
+    assert report["server_examples"] >= 3 * len(report["server"])
+    assert set(report["client"]) == {"single env", "vector env, /ws/batch", "vector env, /ws"}
+    assert "no property failed" in completed.stdout

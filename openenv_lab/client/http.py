@@ -19,6 +19,12 @@ from ._urls import http_url, is_loopback
 from .errors import ConnectError, OpenEnvError, ProtocolError, ServerError, Timeout
 from .session import Session
 
+
+def _preview(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 with hidden_module("click"):  # httpx's command-line tool (click, rich, pygments): never used
     import httpx
 
@@ -61,27 +67,42 @@ class Client:
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: ``{"status": "healthy"}`` when the server is up."""
-        return self.get("/health")
+        return self._object("/health")
 
     def schema(self) -> dict[str, Any]:
         """``GET /schema``: JSON Schemas of the ``action``, ``observation`` and ``state`` models."""
-        return self.get("/schema")
+        return self._object("/schema")
 
     def metadata(self) -> dict[str, Any]:
         """``GET /metadata``: the environment's ``name``, ``description``, ``version``..."""
-        return self.get("/metadata")
+        return self._object("/metadata")
 
     def capacity(self) -> dict[str, Any] | None:
         """``GET /capacity`` on openenv_lab servers: ``{"active_sessions", "max_sessions", "batch_route"}``
         (the last names the route where one WebSocket carries many sessions, ``/ws/batch``).
 
         Returns ``None`` for servers without that route (the official ones), whose limit is only
-        discovered by opening sessions.
+        discovered by opening sessions, and for an answer without the two counts.
         """
         try:
-            return self.get("/capacity")
+            answer = self._object("/capacity")
         except ProtocolError:
             return None
+        counts = [answer.get("active_sessions"), answer.get("max_sessions")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+            return None  # not the counts our servers report: read as a server that reports none
+        return answer
+
+    def _object(self, path: str) -> dict[str, Any]:
+        """``GET path``, which must answer a JSON object (else `ProtocolError`)."""
+        answer = self.get(path)
+        if not isinstance(answer, dict):
+            raise ProtocolError(
+                f"{self.base_url}{path} answered {_preview(answer)}, not a JSON object: is it an OpenEnv "
+                "server?",
+                url=self.base_url,
+            )
+        return answer
 
     def get(self, path: str, **params: Any) -> Any:
         """``GET`` any JSON route of the server (e.g. ``"/config"`` on FinRL servers)."""
@@ -246,10 +267,8 @@ class Client:
         while True:
             remaining = deadline - time.monotonic()
             try:
-                if (
-                    self._get("/health", None, timeout=max(0.05, min(remaining, 5.0))).get("status")
-                    == "healthy"
-                ):
+                answer = self._get("/health", None, timeout=max(0.05, min(remaining, 5.0)))
+                if isinstance(answer, dict) and answer.get("status") == "healthy":
                     return
             except OpenEnvError as exc:
                 last = exc

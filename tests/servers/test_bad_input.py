@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openenv_lab.launch import shared_embedded_server
+from tests.fuzzing import bodies
 
 EXAMPLES = int(os.environ.get("OPENENV_LAB_FUZZ_EXAMPLES", "100"))
 
@@ -42,6 +43,7 @@ def servers() -> dict[str, str]:
         "chess": shared_embedded_server("chess").start(),
         "echo": shared_embedded_server("echo").start(),
         "finrl": shared_embedded_server("finrl").start(),
+        "atari": shared_embedded_server("atari").start(),
         "echo_mcp": shared_embedded_server("echo", mcp=True).start(),
     }
 
@@ -72,19 +74,11 @@ def test_an_environments_refusal_says_why(servers):
     assert "Unknown reset option(s) ['action']" in response.json()["detail"]
 
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
-    max_leaves=20,
-)
 VALID = {
     "chess": {"/reset": {"seed": 1}, "/step": {"action": {"move": "e2e4"}}},
     "echo": {"/reset": {"seed": 1}, "/step": {"action": {"message": "hi"}}},
     "finrl": {"/reset": {"seed": 1}, "/step": {"action": {"actions": [0.1, 0, 0, 0, 0]}}},
+    "atari": {"/reset": {"seed": 1}, "/step": {"action": {"action_id": 0}}},
     "echo_mcp": {
         "/reset": {},
         "/step": {
@@ -92,38 +86,6 @@ VALID = {
         },
     },
 }
-
-
-def _mutated(valid: dict) -> st.SearchStrategy[bytes]:
-    """A valid body with one value (at any depth) replaced by arbitrary JSON, or a key added."""
-
-    def replace(body: dict, path: list[str], value: object) -> bytes:
-        copy = json.loads(json.dumps(body))
-        target = copy
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        return json.dumps(copy, allow_nan=True).encode()
-
-    paths = []
-
-    def walk(node: dict, prefix: list[str]) -> None:
-        for key, value in node.items():
-            paths.append([*prefix, key])
-            if isinstance(value, dict):
-                walk(value, [*prefix, key])
-
-    walk(valid, [])
-    paths.append(["unexpected"])
-    return st.builds(replace, st.just(valid), st.sampled_from(paths), json_values)
-
-
-def bodies(valid: dict) -> st.SearchStrategy[bytes]:
-    return (
-        json_values.map(lambda v: json.dumps(v, allow_nan=True).encode())
-        | _mutated(valid)
-        | st.binary(max_size=200)
-    )
 
 
 @pytest.mark.slow
