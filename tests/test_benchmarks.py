@@ -103,3 +103,20 @@ def test_the_fuzz_script_counts_both_directions(tmp_path):
     assert report["server_examples"] >= 3 * len(report["server"])
     assert set(report["client"]) == {"single env", "vector env, /ws/batch", "vector env, /ws"}
     assert "no property failed" in completed.stdout
+
+
+@pytest.mark.slow
+def test_the_sb3_script_compares_ours_with_dummy_and_subproc(tmp_path):
+    out = tmp_path / "sb3.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "sb3_rollouts.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = json.loads(out.read_text())
+    for rows in report["families"].values():
+        assert set(rows) == {"openenv_lab.sb3", "DummyVecEnv", "SubprocVecEnv"}
+        assert rows["SubprocVecEnv"]["step_vs_subproc"] == 1.0
+        assert all(row["step_per_s"] > 0 and row["learn_per_s"] > 0 for row in rows.values())
