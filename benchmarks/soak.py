@@ -25,6 +25,7 @@ import socket
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,11 @@ class Driver:
             self.episodes += int(np.sum(terminated | truncated))
         except Exception as exc:  # counted, reported, and the soak goes on
             self.errors += 1
-            self.first_error = self.first_error or f"{type(exc).__name__}: {exc}"[:300]
+            if self.first_error is None:
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                self.first_error = (
+                    f"{type(exc).__name__}: {exc}"[:300] + f" (at {where.filename}:{where.lineno})"
+                )
             try:
                 self.close()
             except Exception:

@@ -19,7 +19,8 @@ def add_info(vector_infos: dict[str, Any], env_info: dict[str, Any], row: int, r
     """Put one sub-environment's ``env_info`` in row ``row`` of the batched ``vector_infos`` (``rows``
     rows), as gymnasium's ``VectorEnv._add_info`` does: each key gets an array (numbers: of their type;
     numpy arrays: stacked; anything else: objects; dicts: recursively; ``final_obs``: objects) and a
-    boolean mask ``_key`` saying which rows have it.
+    boolean mask ``_key`` saying which rows have it. Where gymnasium fails (a row's value does not fit the
+    key's array: a None, or text, beside numbers), the key's array becomes an array of objects.
 
     Example:
         >>> infos = add_info({}, {"lives": 3}, row=1, rows=2)
@@ -43,7 +44,11 @@ def add_info(vector_infos: dict[str, Any], env_info: dict[str, Any], row: int, r
                 array = np.zeros((rows, *value.shape), dtype=value.dtype)
             else:
                 array = np.full(rows, fill_value=None, dtype=object)
-            array[row] = value
+            try:
+                array[row] = value
+            except (TypeError, ValueError):  # None (or text) where other rows had numbers: gymnasium
+                array = array.astype(object)  # would raise; the key becomes an object array instead
+                array[row] = value
         mask_key = f"_{key}"
         mask = vector_infos.get(mask_key)
         if mask is None:

@@ -58,6 +58,11 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
     from pydantic import ValidationError
     from pydantic_core import to_json
 
+    def strict_json(reply: dict[str, Any]) -> str:
+        # As /ws writes its replies (pydantic's model_dump_json): infinities and NaN as null, never the
+        # Infinity/NaN tokens that strict JSON parsers refuse (a seed of 1e999 echoed in metadata, say).
+        return to_json(reply, inf_nan_mode="null").decode()
+
     def error(message: str, code: str, **extra: Any) -> dict[str, Any]:
         return {"type": "error", "data": {"message": message, "code": code, **extra}}
 
@@ -65,7 +70,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
         """One entry's reply, serialised: what ``/ws`` would send for this request."""
         if not isinstance(data, dict) or (kind == "step" and not data):
             problem = 'The request needs a "data" object (the action, for a step)'
-            return to_json(error(problem, "VALIDATION_ERROR")).decode()
+            return strict_json(error(problem, "VALIDATION_ERROR"))
         try:
             if kind == "step":
                 action = deserialize_action(data, action_cls)
@@ -89,12 +94,12 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 reply = {"type": "state", "data": state.model_dump() if hasattr(state, "model_dump") else {}}
             else:
                 reply = error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
-            return to_json(reply).decode()
+            return strict_json(reply)
         except ValidationError as exc:
             errors = json.loads(exc.json(include_url=False))
-            return to_json(error("Invalid message", "VALIDATION_ERROR", errors=errors)).decode()
+            return strict_json(error("Invalid message", "VALIDATION_ERROR", errors=errors))
         except Exception as exc:
-            return to_json(error(str(exc), "EXECUTION_ERROR")).decode()
+            return strict_json(error(str(exc), "EXECUTION_ERROR"))
 
     def inline(env: Any) -> bool:
         """Whether the env's next step runs on the event loop (our environments' quick steps)."""

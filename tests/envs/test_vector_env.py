@@ -688,3 +688,12 @@ def test_infos_are_batched_exactly_as_gymnasium_batches_them():
 
     same(ours, reference)
     assert ours["final_obs"][1] is final
+
+
+def test_a_none_beside_numbers_in_one_info_key_is_batched_not_raised():
+    # Atari's raw observation has screen_base: an int on a step with a screen delta, None on the reset of
+    # a sub-environment that autoresets in the same vector step; gymnasium's _add_info raises there.
+    infos = add_info({}, {"raw": {"screen_base": 5}, "x": 1.5}, 0, 3)
+    infos = add_info(infos, {"raw": {"screen_base": None}, "x": "text"}, 1, 3)
+    assert infos["raw"]["screen_base"].tolist() == [5, None, 0]
+    assert infos["x"].tolist() == [1.5, "text", 0.0] and infos["_x"].tolist() == [True, True, False]

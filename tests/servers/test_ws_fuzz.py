@@ -53,3 +53,12 @@ def test_fuzzed_websocket_messages_never_break_the_server(servers, family, route
     assert wait_for(lambda: Client(url).capacity()["active_sessions"] == 0, 15)  # nothing left behind
     with Session(url) as session:  # and a fresh client is served
         session.reset(seed=0)
+
+
+@pytest.mark.parametrize("route", ["/ws", "/ws/batch?sessions=1"])
+def test_an_infinite_seed_echoed_back_is_still_strict_json(servers, route):
+    # found by the fuzz: the echo env reports its seed in metadata, and /ws/batch wrote Infinity
+    reset = '{"type": "reset", "data": {"seed": Infinity}}'
+    if route != "/ws":
+        reset = '{"type": "batch", "data": [{"session": 0, "type": "reset", "data": {"seed": Infinity}}]}'
+    assert exchange(servers["echo"], route, [reset]) == ["observation" if route == "/ws" else "batch"]
