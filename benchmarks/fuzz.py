@@ -39,6 +39,7 @@ from openenv_lab.client import Client, Session  # noqa: E402
 from openenv_lab.launch import EmbeddedServer  # noqa: E402
 from tests.fuzzing import (  # noqa: E402  # the tests' own strategies, from the checkout
     SCENARIOS,
+    TRACEBACK,
     WS_VALID,
     HostileServer,
     batch_messages,
@@ -76,7 +77,7 @@ def _http_property(url: str, path: str, valid: Any, examples: int, counts: colle
             url + path, content=body, headers={"content-type": "application/json"}, timeout=30
         )
         assert response.status_code < 500, (response.status_code, response.text[:300])
-        assert "Traceback" not in response.text
+        assert TRACEBACK not in response.text
         counts[f"HTTP {response.status_code}"] += 1
 
     return post
@@ -121,11 +122,13 @@ def server_side(examples: int) -> dict[str, Any]:
                 started = time.monotonic()
                 _http_property(url, path, valid, examples, counts)()
                 results[f"{family} POST {path}"] = _row(counts, started)
+                print(f"  {family} POST {path}: {dict(counts)}", flush=True)
             for route in ("/ws", "/ws/batch?sessions=2"):
                 counts = collections.Counter()
                 started = time.monotonic()
                 _ws_property(url, route, WS_VALID[family], examples, counts)()
                 results[f"{family} {route.split('?')[0]}"] = _row(counts, started)
+                print(f"  {family} {route}: {dict(counts)}", flush=True)
             deadline = time.monotonic() + 15
             while Client(url).capacity()["active_sessions"] and time.monotonic() < deadline:
                 time.sleep(0.1)

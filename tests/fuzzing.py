@@ -133,6 +133,10 @@ CLEAN_CLOSES = frozenset({1000, 1008, 1009})
 REPLY_TYPES = frozenset({"observation", "state", "error", "batch", "mcp"})
 
 
+#: How a Python traceback starts: a reply must never hold one (unless the request itself did).
+TRACEBACK = "Traceback (most recent call last)"
+
+
 def _strict(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
@@ -140,7 +144,7 @@ def _strict(constant: str) -> Any:
 def reply_label(raw: str | bytes) -> str:
     """Check one server reply (strict JSON, a known type, no traceback) and say what it was."""
     assert isinstance(raw, str), f"a binary reply: {raw[:100]!r}"
-    assert "Traceback (most recent call last)" not in raw, raw[:500]
+    assert TRACEBACK not in raw, raw[:500]
     value = json.loads(raw, parse_constant=_strict)
     assert isinstance(value, dict) and value.get("type") in REPLY_TYPES, raw[:300]
     if value["type"] == "batch":
