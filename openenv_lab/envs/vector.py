@@ -39,7 +39,16 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ..adapters import Adapter, GenericAdapter
-from ..client import Client, Keepalive, OpenEnvError, SessionClosed, StepResult, Timeouts, TransportError
+from ..client import (
+    Client,
+    Keepalive,
+    OpenEnvError,
+    ProtocolError,
+    SessionClosed,
+    StepResult,
+    Timeouts,
+    TransportError,
+)
 from ..client.loop import LoopTransport
 from ..client.pool import open_pool, reseat
 from ..client.transport import Reply, Request, Transport
@@ -224,9 +233,15 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         for index, other in enumerate(self.adapters[1:], start=1):
             if other.observation_space != first.observation_space or other.action_space != first.action_space:
                 self.close()
-                raise ValueError(
+                advice = (
+                    "the server described two of its sessions differently"
+                    if urls[index] == urls[0]
+                    else "use servers of one environment"
+                )
+                raise ProtocolError(
                     f"Sub-environment {index} ({urls[index]}) has other spaces than sub-environment 0 "
-                    f"({urls[0]}): use servers of one environment"
+                    f"({urls[0]}): {advice}",
+                    url=urls[index],
                 )
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)

@@ -17,7 +17,14 @@ from gymnasium.utils.env_checker import data_equivalence
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import openenv_lab
-from openenv_lab.client import CapacityError, ConnectError, OpenEnvError, SessionClosed, Timeout
+from openenv_lab.client import (
+    CapacityError,
+    ConnectError,
+    OpenEnvError,
+    ProtocolError,
+    SessionClosed,
+    Timeout,
+)
 from openenv_lab.client import pool as pool_module
 from openenv_lab.client import transport as transport_module
 from openenv_lab.client._direct import DirectConnection
@@ -25,7 +32,7 @@ from openenv_lab.client.async_session import AsyncSession
 from openenv_lab.client.batch import BatchedSession, SyncBatchedSession, SyncChannel
 from openenv_lab.envs import OpenEnvVectorEnv
 from openenv_lab.envs.infos import add_info
-from openenv_lab.launch import EmbeddedServer
+from openenv_lab.launch import EmbeddedServer, shared_embedded_server
 from tests.conftest import HANG
 
 
@@ -697,3 +704,9 @@ def test_a_none_beside_numbers_in_one_info_key_is_batched_not_raised():
     infos = add_info(infos, {"raw": {"screen_base": None}, "x": "text"}, 1, 3)
     assert infos["raw"]["screen_base"].tolist() == [5, None, 0]
     assert infos["x"].tolist() == [1.5, "text", 0.0] and infos["_x"].tolist() == [True, True, False]
+
+
+def test_servers_of_other_environments_are_a_protocol_error_that_says_so():
+    urls = [shared_embedded_server("echo").start(), shared_embedded_server("finrl").start()]
+    with pytest.raises(ProtocolError, match=r"has other spaces than sub-environment 0.*servers of one"):
+        gym.make_vec("openenv/remote", num_envs=2, base_urls=urls)
