@@ -274,8 +274,16 @@ class GenericAdapter(Adapter):
         for name, field in self._observation_fields.items():
             if name == "action_mask" and self._legal_field is not None:
                 observation[name] = self._mask.copy()
+            elif raw.get(name) is None:
+                observation[name] = field.empty()
             else:
-                observation[name] = field.decode(raw[name]) if raw.get(name) is not None else field.empty()
+                try:
+                    observation[name] = field.decode(raw[name])
+                except (TypeError, ValueError, OverflowError) as exc:  # the server broke its own schema
+                    raise ProtocolError(
+                        f"The server sent observation field {name!r} = {raw[name]!r:.80}, which its /schema "
+                        f"does not allow ({exc})"
+                    ) from None
         if self.tools is not None:
             info.update(self.tools.outcome(raw))
         truncated = result.done and result.metadata.get("truncated") is True

@@ -24,7 +24,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from ..adapters import Adapter
-from ..client import CapacityError, EnvironmentMismatch, StepResult
+from ..client import CapacityError, EnvironmentMismatch, ProtocolError, StepResult
 from .tasks import TaskCatalog, names_task, task_request
 
 T = TypeVar("T")
@@ -108,7 +108,7 @@ class Episode:
         return kwargs
 
     def reset_result(self, result: StepResult) -> tuple[Any, dict[str, Any]]:
-        transition = self.adapter.decode(result, None)
+        transition = self._decode(result, None)
         unconfirmed = self.seed is not None and result.metadata.get("seed") != self.seed
         if unconfirmed and self.base_url not in _SEED_UNCONFIRMED:
             _SEED_UNCONFIRMED.add(self.base_url)
@@ -159,7 +159,7 @@ class Episode:
         return self.sent
 
     def step_result(self, result: StepResult) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        transition = self.adapter.decode(result, self.sent)
+        transition = self._decode(result, self.sent)
         if transition.terminated or transition.truncated:
             self.needs_reset = True
         return (
@@ -169,6 +169,18 @@ class Episode:
             transition.truncated,
             transition.info,
         )
+
+    def _decode(self, result: StepResult, sent: dict[str, Any] | None) -> Any:
+        """The adapter's reading of a reply; a reply it cannot read (a field of the wrong type or shape:
+        the server broke its own format) is a `ProtocolError`, as every fault of a server is."""
+        try:
+            return self.adapter.decode(result, sent)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+            raise ProtocolError(
+                f"The server at {self.base_url} sent an observation its environment family cannot read "
+                f"({type(exc).__name__}: {exc}); is it the server this env expects?",
+                url=self.base_url,
+            ) from exc
 
 
 def _short(value: Any, limit: int = 200) -> str:

@@ -54,3 +54,10 @@ def test_fuzzed_replies_give_only_documented_errors_within_the_timeouts(hostile,
 
 def test_the_timeouts_are_short_enough_for_a_fuzz():
     assert TIMEOUTS.request < 1 and TIMEOUTS.request > HostileServer.LATE
+
+
+def test_an_observation_field_of_the_wrong_type_is_a_protocol_error(hostile):
+    # found by the fuzz: echo's message_length as "" made the generic adapter raise ValueError
+    replies = [Mutation("pass"), Mutation("pass"), Mutation("pass"), Mutation("retype", "", 0.82)]
+    outcome = run_scenario(hostile, "single env", replies, [Mutation("pass")])
+    assert outcome.error == "ProtocolError", outcome
