@@ -449,4 +449,8 @@ def run_scenario(
         SCENARIOS[scenario](hostile.url, timed)
     except OpenEnvError as exc:
         return Outcome(type(exc).__name__, slowest, bound, str(exc)[:200])
+    except ValueError as exc:  # documented too: an action outside the space the server's schema gave
+        if "is not in the action space" not in str(exc):
+            raise
+        return Outcome("ValueError (action not in the space)", slowest, bound, str(exc)[:200])
     return Outcome(None, slowest, bound)

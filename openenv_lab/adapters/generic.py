@@ -109,13 +109,20 @@ class GenericAdapter(Adapter):
         except OpenEnvError:  # a server without /metadata: nothing to match a spec with
             self.server_names = []
         self._choose_spec(client.base_url)
-        if Tools.are_in(self.schema["action"]):
+        tools = Tools.are_in(self.schema["action"])
+        if tools:
             self.tools = Tools.listed_by(client)
             self.action_space = self.tools.action_space
             self.env_attributes = ("tools", "tool_action")
-        else:
-            self._build_action_space(self.schema["action"])
-        self._build_observation_space(first)
+        try:
+            if not tools:
+                self._build_action_space(self.schema["action"])
+            self._build_observation_space(first)
+        except (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError) as exc:
+            raise ProtocolError(  # a schema whose parts have the wrong types or values (maxLength: "")
+                f"{client.base_url}/schema cannot be read as spaces ({type(exc).__name__}: {exc})",
+                url=client.base_url,
+            ) from exc
 
     def _choose_spec(self, url: str) -> None:
         if self.spec is None:

@@ -15,7 +15,7 @@ from gymnasium.vector import AutoresetMode
 
 from ..adapters import ADAPTERS, Adapter, GenericAdapter
 from ..adapters.spec import find_spec
-from ..client import Client, OpenEnvError
+from ..client import Client, OpenEnvError, ProtocolError
 from ..client.spaces import SERVER_TOKEN_VARIABLE, TOKEN_VARIABLE, space_headers, space_image
 from ..launch import (
     DockerServer,
@@ -36,6 +36,7 @@ __all__ = [
     "make_launcher",
     "request_headers",
     "server_urls",
+    "set_up_adapter",
     "with_launcher_headers",
 ]
 
@@ -87,6 +88,19 @@ def adapter_for_server(adapter: Adapter, client: Client) -> Adapter:
     if spec is None or spec.family is None:
         return adapter
     return ADAPTERS[spec.family]()
+
+
+def set_up_adapter(adapter: Adapter, client: Client, first: Any) -> None:
+    """``adapter.setup(client, first)``; what the server says of itself that the adapter cannot read (a
+    ``/schema`` whose parts have the wrong types) is a `ProtocolError` naming the server, not a crash."""
+    try:
+        adapter.setup(client, first)
+    except (TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+        raise ProtocolError(
+            f"The server at {client.base_url} describes itself in a form {type(adapter).__name__} cannot "
+            f"read ({type(exc).__name__}: {exc}); is it an OpenEnv server of that kind?",
+            url=client.base_url,
+        ) from exc
 
 
 def check_render_mode(adapter: Adapter, render_mode: str | None) -> None:

@@ -32,6 +32,7 @@ from ._build import (
     make_adapter,
     make_launcher,
     request_headers,
+    set_up_adapter,
     with_launcher_headers,
 )
 from ._episode import Episode, retry_after_collecting
@@ -156,11 +157,11 @@ class OpenEnvEnv(gym.Env):
             if tasks is not None:
                 self.episode.tasks = selection(tasks, self._catalog)
             if not self.adapter.needs_probe:  # what the server says of itself is read before a session
-                self.adapter.setup(self.client, None)
+                set_up_adapter(self.adapter, self.client, None)
             self._session = retry_after_collecting(self.client.session)
             if self.adapter.needs_probe:
                 first = self._session.reset(**self.adapter.reset_options)
-                self.adapter.setup(self.client, first)
+                set_up_adapter(self.adapter, self.client, first)
         except ServerError as exc:
             self.close()
             if exc.code != "EXECUTION_ERROR":

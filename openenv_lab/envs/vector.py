@@ -61,6 +61,7 @@ from ._build import (
     make_adapter,
     request_headers,
     server_urls,
+    set_up_adapter,
     with_launcher_headers,
 )
 from ._build import autoreset_mode as autoreset_mode_of
@@ -616,7 +617,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             reply = first.get(i)
             if isinstance(reply, BaseException):
                 raise reply
-            adapter.setup(clients[url], reply)
+            set_up_adapter(adapter, clients[url], reply)
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode is None:

@@ -61,3 +61,11 @@ def test_an_observation_field_of_the_wrong_type_is_a_protocol_error(hostile):
     replies = [Mutation("pass"), Mutation("pass"), Mutation("pass"), Mutation("retype", "", 0.82)]
     outcome = run_scenario(hostile, "single env", replies, [Mutation("pass")])
     assert outcome.error == "ProtocolError", outcome
+
+
+def test_a_schema_whose_parts_have_the_wrong_types_is_a_protocol_error(hostile):
+    # found by the fuzz at 3,400 examples: the generic adapter crashed reading such a /schema
+    broken = {"action": {"properties": 5}, "observation": {"properties": None}, "state": {}}
+    http = [Mutation("json", broken)] * 6  # whatever the env reads, it reads this
+    outcome = run_scenario(hostile, "single env", [Mutation("pass")], http)
+    assert outcome.error == "ProtocolError" and "cannot read" in outcome.detail, outcome
