@@ -118,8 +118,8 @@ class GenericAdapter(Adapter):
             if not tools:
                 self._build_action_space(self.schema["action"])
             self._build_observation_space(first)
-        except (ValueError, TypeError, OverflowError, AttributeError, KeyError, IndexError) as exc:
-            raise ProtocolError(  # a schema whose parts have the wrong types or values (maxLength: "")
+        except (TypeError, OverflowError, AttributeError, KeyError, IndexError) as exc:
+            raise ProtocolError(  # parts of the wrong types (a ValueError is a spec that does not fit)
                 f"{client.base_url}/schema cannot be read as spaces ({type(exc).__name__}: {exc})",
                 url=client.base_url,
             ) from exc
