@@ -139,6 +139,14 @@ def resolve(
     return node, expanding
 
 
+def _length(node: dict[str, Any], key: str, default: int) -> int:
+    """A string length of a JSON Schema (``minLength``/``maxLength``), which must be a whole number."""
+    value = node.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        raise ProtocolError(f"The schema's {key} is {value!r:.60}, not a whole number of characters")
+    return int(value)
+
+
 def field_for(
     node: dict[str, Any],
     sample: Any,
@@ -190,8 +198,8 @@ def field_for(
         return _scalar(node, np.float64)
     if kind == "string":
         # `null` decodes to "", so a nullable string must accept the empty string.
-        min_length = 0 if nullable else int(node.get("minLength", 0))
-        space = UnicodeText(int(node.get("maxLength", _MAX_TEXT)), min_length=min_length)
+        min_length = 0 if nullable else _length(node, "minLength", 0)
+        space = UnicodeText(_length(node, "maxLength", _MAX_TEXT), min_length=min_length)
         return Field(space, str, str, str)
     if kind == "array":
         return _array(node, sample, defs, path, action=action, expanding=expanding)
