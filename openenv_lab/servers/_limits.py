@@ -16,7 +16,7 @@ Every other request passes through untouched. The maximum number of sessions per
 framework's own (``max_sessions``); the largest message is uvicorn's ``ws_max_size`` (see `_run.py`).
 
 Example:
-    >>> from openenv_lab.servers._limits import Limits
+    >>> from openenv_lab.servers import Limits
     >>> Limits(per_client=8).describe()
     'max 8 sessions per client address, idle sessions closed after 3600 s'
 """
