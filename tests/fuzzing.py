@@ -281,7 +281,10 @@ class HostileServer:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(self._serve())
+        try:
+            self._loop.run_until_complete(self._serve())
+        finally:  # an unclosed loop is a ResourceWarning in whichever later test collects it
+            self._loop.close()
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
