@@ -32,6 +32,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from .envs import OpenEnvVectorEnv
+from .envs.infos import split_infos
 
 try:
     from stable_baselines3.common.vec_env import VecEnv
@@ -82,7 +83,7 @@ class SB3VecEnv(VecEnv):
         seeds = None if all(seed is None for seed in self._seeds) else list(self._seeds)
         options = self._options[0] if self._options and self._options[0] else None
         obs, infos = self.envs.reset(seed=seeds, options=options)
-        self.reset_infos = _per_env(infos, self.num_envs)
+        self.reset_infos = split_infos(infos, self.num_envs)
         self._reset_seeds()
         self._reset_options()
         return obs
@@ -94,7 +95,7 @@ class SB3VecEnv(VecEnv):
         actions, self._actions = self._actions, None
         obs, rewards, terminated, truncated, infos = self.envs.step(actions)
         dones = np.logical_or(terminated, truncated)
-        per_env = _per_env(infos, self.num_envs)
+        per_env = split_infos(infos, self.num_envs)
         for i in range(self.num_envs):
             if dones[i]:  # SAME_STEP: the reset's info, with the ended episode's last info and observation
                 final, final_obs = per_env[i].pop("final_info", {}), per_env[i].pop("final_obs", None)
@@ -168,22 +169,3 @@ def _check_space(what: str, space: spaces.Space[Any], allowed: tuple[type, ...])
             f"{', '.join(t.__name__ for t in allowed)}): give the env a spec that maps it to one of those "
             "(openenv_lab.Spec), or train it with a library that takes text (TRL)"
         )
-
-
-def _per_env(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    """Gymnasium's batched infos (arrays with ``_key`` masks) as SB3's list of one dict per env."""
-    out: list[dict[str, Any]] = [{} for _ in range(n)]
-    for key, value in infos.items():
-        if key.startswith("_"):
-            continue
-        mask = infos.get(f"_{key}")
-        if isinstance(value, dict):
-            nested = _per_env(value, n)
-            for i in range(n):
-                if mask is None or mask[i]:
-                    out[i][key] = nested[i]
-            continue
-        for i in range(n):
-            if mask is None or mask[i]:
-                out[i][key] = value[i]
-    return out

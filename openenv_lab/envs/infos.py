@@ -3,7 +3,11 @@
 The layout is gymnasium's own (``VectorEnv._add_info``): each key gets an array with one row per
 sub-environment and a boolean mask ``_key`` saying which rows have it. gymnasium builds a new mask array
 for every key of every sub-environment on every step, about 7% of a step of 16 cheap environments; this
-does the same work in place.
+does the same work in place. `split_infos` is the way back, one dict per sub-environment (SB3's layout).
+
+Servers are not ours to trust: where the sub-environments' values for one key do not fit one array (a
+None or text beside numbers, an integer beyond 64 bits, arrays of different shapes, a dict in one row and
+a number in another), the key becomes an array of objects, one per row, rather than an error or a loss.
 """
 
 from __future__ import annotations
@@ -12,47 +16,178 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["add_info"]
+__all__ = ["add_info", "split_infos"]
+
+_NUMBERS = frozenset((int, float, bool))
+#: Integers a float64 holds exactly.
+_EXACT = 2**53
+#: What numpy raises where a value does not fit an array's row.
+_MISFITS = (TypeError, ValueError, OverflowError, IndexError)
 
 
 def add_info(vector_infos: dict[str, Any], env_info: dict[str, Any], row: int, rows: int) -> dict[str, Any]:
     """Put one sub-environment's ``env_info`` in row ``row`` of the batched ``vector_infos`` (``rows``
     rows), as gymnasium's ``VectorEnv._add_info`` does: each key gets an array (numbers: of their type;
     numpy arrays: stacked; anything else: objects; dicts: recursively; ``final_obs``: objects) and a
-    boolean mask ``_key`` saying which rows have it. Where gymnasium fails (a row's value does not fit the
-    key's array: a None, or text, beside numbers), the key's array becomes an array of objects.
+    boolean mask ``_key`` saying which rows have it. Where gymnasium fails or rounds (a row's value does
+    not fit the key's array: a None or text beside numbers, a float beside ints, an integer too big, arrays
+    of other shapes, a dict beside a number), the key's array is widened, to objects if need be.
 
     Example:
         >>> infos = add_info({}, {"lives": 3}, row=1, rows=2)
         >>> infos["lives"], infos["_lives"]
         (array([0, 3]), array([False,  True]))
+        >>> add_info(infos, {"lives": 2.5}, row=0, rows=2)["lives"]
+        array([2.5, 3. ])
     """
     for key, value in env_info.items():
+        mask_key = f"_{key}"
+        array = vector_infos.get(key)
         if key == "final_obs":
-            array = vector_infos.get("final_obs")
-            if array is None:
-                array = np.full(rows, fill_value=None, dtype=object)
+            if type(array) is not np.ndarray or array.dtype != object or array.shape != (rows,):
+                array = _objects(array, None, rows)
             array[row] = value
-        elif isinstance(value, dict):
-            array = add_info(vector_infos.get(key, {}), value, row, rows)
-        else:
-            if key in vector_infos:
-                array = vector_infos[key]
-            elif type(value) in (int, float, bool) or issubclass(type(value), np.number):
-                array = np.zeros(rows, dtype=type(value))
-            elif isinstance(value, np.ndarray):
-                array = np.zeros((rows, *value.shape), dtype=value.dtype)
-            else:
-                array = np.full(rows, fill_value=None, dtype=object)
+        elif isinstance(value, dict) and (array is None or isinstance(array, dict)):
+            array = add_info({} if array is None else array, value, row, rows)
+        elif type(array) is np.ndarray and (_keeps(array, value) or key.startswith("_")):
+            # The common case: the key's array, made by an earlier row, takes the value as it is. (A key
+            # "_k" may be the mask of a key "k" as well, as in gymnasium: its array is not widened.)
             try:
                 array[row] = value
-            except (TypeError, ValueError):  # None (or text) where other rows had numbers: gymnasium
-                array = array.astype(object)  # would raise; the key becomes an object array instead
-                array[row] = value
-        mask_key = f"_{key}"
+            except _MISFITS:
+                array = _put(array, value, row, rows, vector_infos.get(mask_key))
+        else:
+            array = _put(array, value, row, rows, vector_infos.get(mask_key))
         mask = vector_infos.get(mask_key)
-        if mask is None:
+        try:
+            mask[row] = True  # type: ignore[index]
+        except (TypeError, IndexError, ValueError):  # none yet (or a key of the info's own named "_key")
             mask = np.zeros(rows, dtype=np.bool_)
-        mask[row] = True
+            mask[row] = True
         vector_infos[key], vector_infos[mask_key] = array, mask
     return vector_infos
+
+
+def split_infos(infos: dict[str, Any], n: int) -> list[dict[str, Any]]:
+    """Batched infos (arrays with ``_key`` masks) back as one dict per sub-environment.
+
+    Example:
+        >>> split_infos(add_info({}, {"lives": 3, "game": {"level": 2}}, row=1, rows=2), 2)
+        [{}, {'lives': 3, 'game': {'level': 2}}]
+    """
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    for key, value in infos.items():
+        mask = infos.get(f"_{key}")
+        if key.startswith("_") and key[1:] in infos:
+            continue  # a mask
+        nested = split_infos(value, n) if isinstance(value, dict) else None
+        for i in range(n):
+            if mask is None or mask[i]:
+                item = value[i] if nested is None else nested[i]
+                out[i][key] = item.item() if isinstance(item, np.generic) else item
+    return out
+
+
+def _put(array: Any, value: Any, row: int, rows: int, mask: Any) -> np.ndarray:
+    """``array[row] = value``, widening ``array`` (or making it) so that the value fits without loss."""
+    if array is None:
+        if type(value) in _NUMBERS or isinstance(value, np.number):
+            array = np.zeros(rows, dtype=type(value))
+        elif isinstance(value, np.ndarray):
+            array = np.zeros((rows, *value.shape), dtype=value.dtype)
+        else:
+            array = np.full(rows, fill_value=None, dtype=object)
+    elif not isinstance(array, np.ndarray) or array.shape[:1] != (rows,):
+        array = _objects(array, mask, rows)  # a dict in earlier rows (or something not ours)
+    elif not _keeps(array, value):  # a float beside ints: gymnasium would round it, for one
+        wider = _wider(array, value)
+        array = _objects(array, mask, rows) if wider is None else array.astype(wider)
+    try:
+        array[row] = value
+    except _MISFITS:
+        array = _objects(array, mask, rows)
+        array[row] = value
+    return array
+
+
+def _keeps(array: np.ndarray, value: Any) -> bool:
+    """Whether ``array[row] = value`` stores ``value`` as it is: numpy would also broadcast a number over
+    a row of an array, store None as False or NaN, parse "1.5" into a float, make an empty list False."""
+    kind_of = type(value)
+    if kind_of in _NUMBERS or isinstance(value, np.generic):
+        return array.ndim == 1 and not _narrower(array.dtype, value)
+    if kind_of is np.ndarray:
+        return value.shape == array.shape[1:] and not _narrower(array.dtype, value)
+    return array.dtype == object and array.ndim == 1
+
+
+def _narrower(dtype: np.dtype, value: Any) -> bool:
+    """Whether an array of ``dtype`` would round or wrap ``value`` (a number or numpy's), where gymnasium
+    lets it: a float 2.5 beside ints, 1000 beside int8s (cheap checks first: this runs for every key of
+    every row)."""
+    kind = dtype.kind
+    kind_of = type(value)
+    if kind_of is float:
+        if kind == "f":
+            if dtype.itemsize >= 8:
+                return False
+            with np.errstate(over="ignore"):
+                return float(dtype.type(value)) != value
+        if kind == "b":
+            return value not in (0, 1)
+        if kind in "iu":
+            info = np.iinfo(dtype)
+            return not (value.is_integer() and abs(value) <= _EXACT and info.min <= value <= info.max)
+        return True
+    if kind_of is int:
+        if kind == "i" and dtype.itemsize == 8:  # the usual case, without asking numpy
+            return not -(2**63) <= value < 2**63
+        if kind in "iu":
+            info = np.iinfo(dtype)
+            return not info.min <= value <= info.max
+        return (kind == "b" and value not in (0, 1)) or (kind == "f" and not -_EXACT <= value <= _EXACT)
+    if kind == "O":
+        return False
+    if kind_of is bool:
+        return kind not in "biuf"
+    if value.dtype == dtype:
+        return False
+    if np.can_cast(value.dtype, dtype):
+        return False
+    with np.errstate(all="ignore"):  # NaN or inf into ints: not the same value, which is the answer
+        return not np.array_equal(np.asarray(value).astype(dtype), value)
+
+
+def _wider(array: np.ndarray, value: Any) -> np.dtype | None:
+    """A dtype that holds ``value`` and every value of ``array`` exactly, if numpy has one."""
+    if isinstance(value, np.ndarray):
+        if value.shape != array.shape[1:]:
+            return None
+    elif not (type(value) in _NUMBERS or isinstance(value, np.generic)) or array.ndim != 1:
+        return None
+    strong = {float: np.float64, int: np.int64, bool: np.bool_}.get(type(value), value)  # not numpy's
+    try:  # "weak" Python numbers, which take the array's dtype: 1000 beside int8s is an int64 here
+        wider = np.result_type(array.dtype, strong)
+    except TypeError:  # numpy's DTypePromotionError: no common dtype
+        return None
+    if _narrower(wider, value):
+        return None
+    if wider.kind == "f" and array.dtype.kind in "iu" and array.size:  # integers beyond 2**53 would round
+        low, high = int(array.min()), int(array.max())
+        if not -_EXACT <= low <= high <= _EXACT:
+            return None
+    return wider
+
+
+def _objects(array: Any, mask: Any, rows: int) -> np.ndarray:
+    """``array`` (an array, batched dicts, or anything) as a 1-d array of one object per row; ``mask``
+    (the key's rows so far) says which rows of batched dicts had one."""
+    objects = np.full(rows, fill_value=None, dtype=object)
+    if isinstance(array, dict):
+        for i, item in enumerate(split_infos(array, rows)):
+            if mask is None or mask[i]:
+                objects[i] = item
+    elif isinstance(array, np.ndarray) and array.shape[:1] == (rows,):
+        for i in range(rows):
+            objects[i] = array[i]
+    return objects

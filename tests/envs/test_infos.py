@@ -1,0 +1,89 @@
+"""Batched infos from servers we do not trust: whatever the sub-environments' infos hold, `add_info` keeps
+every value of every row (found by the client-side fuzz: ints beyond 64 bits, a dict in one row and an
+array in another, arrays of other shapes) and `split_infos` gives each row's info back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openenv_lab.envs.infos import add_info, split_infos
+
+KEYS = st.sampled_from(["a", "b", "c"])
+ARRAYS = st.builds(
+    lambda shape, dtype, fill: np.full(shape, fill).astype(dtype),
+    st.lists(st.integers(1, 3), max_size=2).map(tuple),
+    st.sampled_from([np.int8, np.int64, np.uint8, np.float32, np.float64, np.bool_]),
+    st.integers(0, 100),
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=4),
+    st.builds(np.int8, st.integers(-128, 127)),
+    st.builds(np.float32, st.integers(-(2**20), 2**20)),
+    ARRAYS,
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=2), st.dictionaries(KEYS, inner, max_size=2)),
+    max_leaves=4,
+)
+INFOS = st.lists(st.dictionaries(KEYS, VALUES, max_size=3), min_size=1, max_size=5)
+
+
+def same(got, want) -> bool:
+    """``got`` is ``want`` kept: arrays equal element for element, numbers exactly, dicts key by key."""
+    if isinstance(want, dict):
+        keys = sorted(want)
+        return isinstance(got, dict) and sorted(got) == keys and all(same(got[k], want[k]) for k in keys)
+    if isinstance(want, np.ndarray) or isinstance(got, np.ndarray):
+        return np.shape(got) == np.shape(want) and bool(np.all(np.asarray(got) == np.asarray(want)))
+    if isinstance(want, (float, np.floating)) and math.isnan(want):
+        return math.isnan(got)
+    return bool(got == want) if not isinstance(want, (list, str)) else got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(INFOS)
+def test_every_row_of_every_key_is_kept(infos):
+    batched: dict = {}
+    for row, info in enumerate(infos):
+        batched = add_info(batched, info, row, len(infos))
+    back = split_infos(batched, len(infos))
+    for row, info in enumerate(infos):
+        assert sorted(back[row]) == sorted(info), row
+        for key, value in info.items():
+            assert same(back[row][key], value), (row, key, back[row][key], value)
+
+
+def test_an_integer_beyond_64_bits_beside_small_ones():
+    infos = add_info(add_info({}, {"n": 1}, 0, 2), {"n": 2**70}, 1, 2)
+    assert infos["n"].tolist() == [1, 2**70]
+
+
+def test_a_dict_in_one_row_and_an_array_in_another():
+    infos = add_info(add_info({}, {"k": {"x": 1}}, 0, 2), {"k": np.zeros(2)}, 1, 2)
+    assert infos["k"][0] == {"x": 1} and infos["k"][1].tolist() == [0.0, 0.0]
+    infos = add_info(add_info({}, {"k": np.zeros(2)}, 0, 2), {"k": {"x": 1}}, 1, 2)
+    assert infos["k"][1] == {"x": 1} and infos["_k"].tolist() == [True, True]
+
+
+def test_arrays_of_other_shapes_and_dtypes():
+    infos = add_info(add_info({}, {"a": np.zeros(2, np.int8)}, 0, 2), {"a": np.arange(5)}, 1, 2)
+    assert [row.tolist() for row in infos["a"]] == [[0, 0], [0, 1, 2, 3, 4]]
+    infos = add_info(add_info({}, {"a": np.zeros(2, np.int8)}, 0, 2), {"a": np.full(2, 1000)}, 1, 2)
+    assert infos["a"].dtype == np.int64 and infos["a"][1].tolist() == [1000, 1000]  # widened, not wrapped
+
+
+def test_a_float_beside_ints_is_not_rounded():
+    # gymnasium's own _add_info makes an int array from row 0 and rounds row 1's 2.5 to 2.
+    infos = add_info(add_info({}, {"x": 3}, 0, 2), {"x": 2.5}, 1, 2)
+    assert infos["x"].tolist() == [3.0, 2.5] and infos["x"].dtype == np.float64
+    big = add_info(add_info({}, {"x": 2**60 + 1}, 0, 2), {"x": 0.5}, 1, 2)
+    assert big["x"].tolist() == [2**60 + 1, 0.5]  # a float64 would round the first
