@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .client.spaces import SERVER_TOKEN_VARIABLE
 from .servers import BUNDLED_SERVERS, DEFAULT_IDLE_TIMEOUT
 
 __all__ = ["main"]
@@ -96,6 +98,11 @@ def _parser() -> argparse.ArgumentParser:
             default=None,
             help="require this token on every request (default: none on loopback; beyond it "
             "$OPENENV_LAB_TOKEN, else one generated and printed)",
+        )
+        sub.add_argument(
+            "--token-from-env",
+            action="store_true",
+            help=f"require the token in ${SERVER_TOKEN_VARIABLE}, wherever bound (off the command line)",
         )
         sub.add_argument(
             "--no-token",
@@ -239,6 +246,16 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+def _token(args: argparse.Namespace) -> str | None:
+    """The token the server requires by its arguments: ``--token``, or ``--token-from-env``'s."""
+    if not args.token_from_env:
+        return args.token
+    token = os.environ.get(SERVER_TOKEN_VARIABLE)
+    if not token:
+        raise SystemExit(f"--token-from-env: set ${SERVER_TOKEN_VARIABLE} to the token (it is unset)")
+    return token
+
+
 def _serve(args: argparse.Namespace) -> int:
     """Serve one of our OpenEnv environments over HTTP and WebSocket until Ctrl+C."""
     from .servers import run_server
@@ -255,7 +272,7 @@ def _serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             announce=args.announce,
             exit_with_parent=args.exit_with_parent,
-            token=args.token,
+            token=_token(args),
             open_to_all=args.no_token,
             max_message_bytes=args.max_message_bytes,
             max_sessions_per_client=args.max_sessions_per_client,
@@ -337,8 +354,6 @@ def _docker_build(args: argparse.Namespace) -> int:
 def _docker_run(args: argparse.Namespace) -> int:
     """Run the container of one of our servers, of any OpenEnv image or of a Hugging Face Space's image on
     127.0.0.1, print its URL, and stop and remove it on Ctrl+C."""
-    import os
-
     from .client.errors import LaunchError
     from .client.spaces import TOKEN_VARIABLE, space_image
     from .launch import DockerServer

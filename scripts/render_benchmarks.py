@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
 #: Written by tests/envs/test_official_envs.py when OPENENV_LAB_COMPATIBILITY_JSON names it.
 COMPATIBILITY = ROOT / "benchmarks" / "results" / "compatibility.json"
-DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md")
+DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "docs" / "ray.md")
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
 )
@@ -183,6 +183,34 @@ def fleet(section: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+#: The scaling model's node: cores per machine (a common cloud size), and the targets in steps/s.
+NODE_CORES = 16
+TARGETS = (10**5, 10**6)
+
+
+def scaling(section: dict[str, Any]) -> str:
+    """The scaling model of docs/ray.md, on paper from measured inputs: the server's and the client's CPU
+    per step at the largest vector env measured (``vector_throughput``), Atari's bytes per step
+    (``atari_preprocessing``), and how many nodes and how much bandwidth the targets would take."""
+    throughput, atari = section["vector_throughput"]["results"], section["atari_preprocessing"]
+    atari_bytes = atari["bytes_per_step"].get("preprocessed (84x84, zlib)")
+    header = ["family (N)", "server CPU µs/step", "client CPU µs/step", "bytes/step"]
+    header += [f"nodes of {NODE_CORES} cores for {t:,} steps/s" for t in TARGETS]
+    header += [f"Gbit/s at {t:,} steps/s" for t in TARGETS]
+    rows = []
+    for family, by_n in throughput.items():
+        n = max(by_n, key=int)
+        ours = by_n[n].get("make_vec (ours)")
+        if ours is None:
+            continue
+        server, client = ours["server_cpu_us_per_step"], ours["client_cpu_us_per_step"]
+        size = atari_bytes if family == "atari" else None
+        nodes = [_number((server + client) * 1e-6 * t / NODE_CORES, 1) for t in TARGETS]
+        bandwidth = [_number(size * 8 * t / 1e9, 2) if size is not None else "-" for t in TARGETS]
+        rows.append([f"{family} ({n})", _number(server), _number(client), _number(size), *nodes, *bandwidth])
+    return _table(header, rows)
+
+
 def _where(servers: str) -> str:
     """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
     if servers == "docker":
@@ -197,6 +225,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "atari_preprocessing": atari_preprocessing,
     "fleet": fleet,
     "compatibility": compatibility,
+    "scaling": scaling,
 }
 
 
@@ -207,9 +236,9 @@ def render_block(name: str, report: dict[str, Any]) -> str:
         section = json.loads(COMPATIBILITY.read_text())
         source, when, cpus, commit = COMPATIBILITY.name, section["when"], section["cpus"], section["commit"]
     else:
-        if name not in report:
+        if name not in report and name != "scaling":
             raise KeyError(f"{RESULTS.name} has no {name!r} section: run benchmarks/harness.py again")
-        section, source = report[name], RESULTS.name
+        section, source = (report if name == "scaling" else report[name]), RESULTS.name
         when, cpus, commit = report["when"], report["cpus"], report["commit"]
     caption = (
         f"*Measured {when[:10]} on {cpus} CPUs at commit {commit} "

@@ -55,6 +55,9 @@ def test_every_other_example_runs(index):
         if 'space="openenv/echo_env"' in code:  # no network: our MCP echo server stands in for the Space
             servers.append(EmbeddedServer("echo", mcp=True))
             env = {SPACE_URL_VARIABLE: servers[-1].start(), "HF_TOKEN": ""}
+        if 'engine="ray"' in code:  # every Ray node on 127.0.0.1: traffic stays on loopback
+            pytest.importorskip("ray")
+            env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         if "127.0.0.1:8000" in code:  # the remote example: the official connect4_env it names
             servers.append(OfficialServer("connect4_env"))
             code = code.replace("http://127.0.0.1:8000", servers[-1].url)

@@ -19,9 +19,11 @@ from ..client import Client, OpenEnvError, ProtocolError
 from ..client.spaces import SERVER_TOKEN_VARIABLE, TOKEN_VARIABLE, space_headers, space_image
 from ..launch import (
     DockerServer,
+    Fleet,
     Launcher,
     RemoteServer,
     SpaceServer,
+    fleet_of,
     max_sessions_for,
     shared_embedded_server,
 )
@@ -224,10 +226,11 @@ def server_urls(
         )
     if isinstance(base_urls, (str, bytes)):
         raise TypeError(f"base_urls takes a list of server URLs; for one server pass base_url={base_urls!r}")
-    urls = list(base_urls)
+    fleet = fleet_of(base_urls)  # a fleet, or the URLs of one: its requests carry its token
+    urls = list(fleet.urls if isinstance(base_urls, Fleet) else base_urls)
     if not urls:
         raise ValueError("base_urls is empty: give at least one server URL")
-    return urls, None, None
+    return urls, None, fleet
 
 
 def check_reset_mask(mask: Any, num_envs: int) -> np.ndarray:

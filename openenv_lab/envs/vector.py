@@ -52,7 +52,7 @@ from ..client import (
 from ..client.loop import LoopTransport
 from ..client.pool import open_pool, reseat
 from ..client.transport import Reply, Request, Transport
-from ..launch import Launcher
+from ..launch import Fleet, Launcher
 from ._build import (
     Where,
     adapter_for_server,
@@ -90,8 +90,9 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
     Args:
         num_envs: sub-environments (sessions), at least 1.
         adapter: the family, as for `OpenEnvEnv` (a name or an `Adapter` subclass).
-        base_url: one server for all sessions; ``base_urls``: several, filled round-robin. With neither,
-            the family's embedded server (started with room for ``num_envs`` sessions).
+        base_url: one server for all sessions; ``base_urls``: several, filled round-robin, or a `Fleet`
+            (whose token the requests carry, as they do for the URLs of a fleet of this process). With
+            neither, the family's embedded server (started with room for ``num_envs`` sessions).
         launcher, image: as for `OpenEnvEnv`: ``launcher="docker"`` runs one container with room for
             ``num_envs`` sessions, stopped by `close`; a launcher object is started and left running.
         autoreset_mode: ``"next_step"`` (default) or ``"same_step"``, as in gymnasium (its values
@@ -132,7 +133,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         adapter: str | type[Adapter] = "remote",
         *,
         base_url: str | None = None,
-        base_urls: Sequence[str] | None = None,
+        base_urls: Sequence[str] | Fleet | None = None,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         copy: bool = True,
         render_mode: str | None = None,

@@ -5,7 +5,7 @@ once it is healthy, ``stop()`` releases what ``start()`` acquired. `OpenEnvEnv` 
 arguments: ``base_url=...`` means `RemoteServer`, nothing means the shared `EmbeddedServer` of the
 environment family, ``launcher="docker"`` a `DockerServer`, ``space="owner/name"`` a `SpaceServer` (a
 Hugging Face Space, woken up and waited for). `Fleet` (and `serve`) runs several copies
-of a bundled server at once.
+of a bundled server at once, on this machine or as Ray actors over a cluster (``engine="ray"``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..client import http_url
 from ..servers import get_bundled_server
 from .docker import DockerServer, build_image, prune
 from .embedded import EmbeddedServer, shared_embedded_server, stop_embedded_servers
-from .fleet import Crash, Fleet, serve
+from .fleet import Crash, Fleet, fleet_of, serve
 from .space import SpaceServer
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "RemoteServer",
     "SpaceServer",
     "build_image",
+    "fleet_of",
     "max_sessions_for",
     "prune",
     "serve",

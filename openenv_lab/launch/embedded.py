@@ -1,4 +1,4 @@
-"""Embedded servers: our bundled OpenEnv servers in a child process on 127.0.0.1, started on demand.
+"""Embedded servers: our bundled OpenEnv servers in a child process (on loopback), started on demand.
 
 This is what makes ``gym.make("openenv/chess")`` work with nothing but pip (Binder, Colab, a laptop):
 no Docker, no second terminal. The child runs ``python -m openenv_lab serve NAME --port 0``, binds a
@@ -24,6 +24,7 @@ import weakref
 from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError
+from ..client.spaces import SERVER_TOKEN_VARIABLE
 from ..servers import ANNOUNCE_PREFIX, get_bundled_server
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
@@ -35,8 +36,12 @@ class EmbeddedServer:
     Args:
         name: a bundled server (see `openenv_lab.servers.BUNDLED_SERVERS`), e.g. ``"chess"``.
         max_sessions: concurrent sessions the server accepts (default: the server's own, 64 for chess).
-        port: loopback port to listen on; 0 (the default) picks a free one at each start.
+        port: port to listen on; 0 (the default) picks a free one at each start.
         startup_timeout: seconds to wait for the server to become healthy.
+        host: the address to bind (default loopback; another one needs ``token``, or the server makes
+            one up that this object does not know).
+        token: the token every request must carry, wherever the server is bound (`headers` has it); it
+            reaches the server through its environment, never its command line.
         **options: the server's options (e.g. ``opponent="minimax"`` for chess).
 
     Example:
@@ -53,6 +58,8 @@ class EmbeddedServer:
         max_sessions: int | None = None,
         port: int = 0,
         startup_timeout: float = 60.0,
+        host: str = "127.0.0.1",
+        token: str | None = None,
         **options: Any,
     ) -> None:
         spec = get_bundled_server(name)
@@ -67,6 +74,8 @@ class EmbeddedServer:
         self.max_sessions = max_sessions
         self.port = port
         self.startup_timeout = startup_timeout
+        self.host = host
+        self.token = token
         self.base_url: str | None = None
         self._process: subprocess.Popen[str] | None = None
         self._owner_pid = os.getpid()
@@ -87,8 +96,10 @@ class EmbeddedServer:
 
     def command(self) -> list[str]:
         """The command line that starts the server."""
-        args = [sys.executable, "-m", "openenv_lab", "serve", self.name, "--host", "127.0.0.1"]
+        args = [sys.executable, "-m", "openenv_lab", "serve", self.name, "--host", self.host]
         args += ["--port", str(self.port), "--announce", "--exit-with-parent"]
+        if self.token is not None:
+            args.append("--token-from-env")
         if self.max_sessions is not None:
             args += ["--max-sessions", str(self.max_sessions)]
         for key, value in self.options.items():
@@ -101,6 +112,8 @@ class EmbeddedServer:
             return self.base_url
         started = time.monotonic()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if self.token is not None:
+            env[SERVER_TOKEN_VARIABLE] = self.token
         self._announced.clear()
         self._log.clear()
         self._process = subprocess.Popen(
@@ -133,7 +146,7 @@ class EmbeddedServer:
             self.base_url = self._announced_url[0]
             remaining = max(1.0, self.startup_timeout - (time.monotonic() - started))
             try:
-                with Client(self.base_url) as client:
+                with Client(self.base_url, headers=self.headers) as client:
                     client.wait_until_healthy(remaining)
             except OpenEnvError:
                 self._fail(f"did not become healthy within {self.startup_timeout:g} s")
@@ -166,6 +179,11 @@ class EmbeddedServer:
         for stream in (process.stdin, process.stdout):
             if stream is not None:
                 stream.close()
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """What every request to this server must carry (its token), for ``headers=`` of a client."""
+        return None if self.token is None else {"Authorization": f"Bearer {self.token}"}
 
     @property
     def pid(self) -> int | None:

@@ -13,6 +13,7 @@ process dies. A watcher thread notices a server that exits on its own: it is rep
 from __future__ import annotations
 
 import atexit
+import secrets
 import threading
 import warnings
 import weakref
@@ -23,7 +24,7 @@ from typing import Any
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
 from .embedded import EmbeddedServer
 
-__all__ = ["Crash", "Fleet", "serve"]
+__all__ = ["Crash", "Fleet", "fleet_of", "serve"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ class Crash:
 
 
 class Fleet:
-    """``replicas`` copies of a bundled server on free loopback ports, started and stopped together.
+    """``replicas`` copies of a bundled server, started and stopped together: processes on free loopback
+    ports of this machine (``engine="local"``), or Ray actors spread over a cluster's nodes
+    (``engine="ray"``, see `openenv_lab.launch.ray_fleet`).
 
     Args:
         name: a bundled server, e.g. ``"chess"``.
@@ -47,6 +50,13 @@ class Fleet:
         restart: start a server again (same port) when it exits on its own.
         startup_timeout: seconds each server may take to become healthy.
         watch_interval: seconds between the watcher's checks for exited servers.
+        engine: ``"local"`` or ``"ray"``.
+        token: the token every request must carry (`headers`). Local fleets: none unless given; Ray
+            fleets: always one, made here unless given.
+        resources: Ray resources of each replica (default ``{"CPU": 1}``); Ray only.
+        strategy: the Ray placement strategy of the replicas' bundles (default ``"SPREAD"``: on as many
+            nodes as can take them; ``"STRICT_SPREAD"``: each on its own node; ``"PACK"``); Ray only.
+        placement_timeout: seconds to wait for the cluster to give the bundles; Ray only.
         **options: the server's options, the same for every replica.
 
     Example:
@@ -67,20 +77,53 @@ class Fleet:
         restart: bool = False,
         startup_timeout: float = 60.0,
         watch_interval: float = 0.5,
+        engine: str = "local",
+        token: str | None = None,
+        resources: dict[str, float] | None = None,
+        strategy: str = "SPREAD",
+        placement_timeout: float = 60.0,
         **options: Any,
     ) -> None:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
             raise ValueError(
                 f"A fleet needs at least one replica (a whole number), got replicas={replicas!r}"
             )
+        if engine not in ("local", "ray"):
+            raise ValueError(f"engine must be 'local' or 'ray', got {engine!r}")
+        if engine == "local" and resources is not None:
+            raise ValueError("resources= are Ray's: pass engine='ray', or drop them")
         self.name = name
+        self.engine = engine
         self.restart = restart
         self.watch_interval = watch_interval
         # Validates the name and options before anything starts.
-        self.servers = [
-            EmbeddedServer(name, max_sessions=max_sessions, startup_timeout=startup_timeout, **options)
+        self.servers: list[Any] = [
+            EmbeddedServer(
+                name, max_sessions=max_sessions, startup_timeout=startup_timeout, token=token, **options
+            )
             for _ in range(replicas)
         ]
+        self.placement: Any = None
+        if engine == "ray":
+            from .ray_fleet import RayPlacement, RayServer
+
+            self.token: str | None = token or secrets.token_urlsafe(24)
+            wanted = {"CPU": 1.0} if resources is None else _resources(resources)
+            self.placement = RayPlacement(replicas, wanted, strategy, placement_timeout)
+            self.servers = [
+                RayServer(
+                    name,
+                    self.placement,
+                    bundle,
+                    token=self.token,
+                    max_sessions=max_sessions,
+                    startup_timeout=startup_timeout,
+                    options=options,
+                )
+                for bundle in range(replicas)
+            ]
+        else:
+            self.token = token
         self.crashes: list[Crash] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -94,6 +137,8 @@ class Fleet:
         If any server fails to start, the others are stopped too and the `LaunchError` says which failed.
         """
         self._stopping.clear()
+        if self.placement is not None and self.placement.group is None:
+            self.placement.reserve()  # a LaunchError naming what the cluster lacks, before any wait
         with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
             futures = [pool.submit(server.start) for server in self.servers]
             errors = [(i, f.exception()) for i, f in enumerate(futures) if f.exception() is not None]
@@ -118,6 +163,8 @@ class Fleet:
         with self._lock:
             for server in self.servers:
                 server.stop()
+            if self.placement is not None:
+                self.placement.release()
         _running.discard(self)
 
     def __enter__(self) -> Fleet:
@@ -133,7 +180,12 @@ class Fleet:
     @property
     def urls(self) -> list[str]:
         """The servers' base URLs, in replica order (for ``make_vec(..., base_urls=fleet.urls)``)."""
-        return [server.base_url or f"http://127.0.0.1:{server.port}" for server in self.servers]
+        return [server.base_url or f"http://{server.host}:{server.port}" for server in self.servers]
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """What every request to the fleet's servers carries: its token (None: it has none)."""
+        return None if self.token is None else {"Authorization": f"Bearer {self.token}"}
 
     @property
     def running(self) -> bool:
@@ -145,7 +197,8 @@ class Fleet:
         answers: list[dict[str, Any] | None] = []
         for url in self.urls:
             try:
-                with Client(url, timeouts=Timeouts(connect=timeout, request=timeout)) as client:
+                timeouts = Timeouts(connect=timeout, request=timeout)
+                with Client(url, timeouts=timeouts, headers=self.headers) as client:
                     answers.append(client.capacity())
             except OpenEnvError:
                 answers.append(None)
@@ -173,8 +226,9 @@ class Fleet:
                 self.crashes.append(crash)
                 found.append(crash)
                 what = "restarted on the same port" if restarted else "not restarted (restart=False)"
+                how = f"exited with status {code}" if code is not None else "is gone (process or Ray actor)"
                 warnings.warn(
-                    f"{self.name} server {replica} at {url} exited with status {code}; {what}",
+                    f"{self.name} server {replica} at {url} {how}; {what}",
                     RuntimeWarning,
                     stacklevel=2,
                 )
@@ -185,7 +239,33 @@ class Fleet:
 
     def __repr__(self) -> str:
         state = ", ".join(self.urls) if self.running else "stopped"
-        return f"<Fleet {self.name} x{len(self.servers)} {state}>"
+        engine = " on Ray" if self.engine == "ray" else ""
+        return f"<Fleet {self.name} x{len(self.servers)}{engine} {state}>"
+
+
+def fleet_of(urls: Any) -> Fleet | None:
+    """The running fleet of this process that serves every one of ``urls`` (a list of URLs, or a fleet
+    itself), so that ``make_vec(..., base_urls=fleet.urls)`` carries its token; None if there is none."""
+    if isinstance(urls, Fleet):
+        return urls
+    wanted = set(urls)
+    for fleet in list(_running):
+        if wanted <= set(fleet.urls):
+            return fleet
+    return None
+
+
+def _resources(resources: dict[str, float]) -> dict[str, float]:
+    if not isinstance(resources, dict) or not resources:
+        raise ValueError(f"resources must be a dict of Ray resources, e.g. {{'CPU': 1}}, got {resources!r}")
+    checked = {}
+    for key, value in resources.items():
+        if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"resources: {key!r}: {value!r} is not a resource name and an amount")
+        if not value >= 0:
+            raise ValueError(f"resources: {key} must be at least 0, got {value}")
+        checked[key] = float(value)
+    return checked
 
 
 def serve(name: str, replicas: int = 1, **kwargs: Any) -> Fleet:
@@ -198,6 +278,11 @@ def serve(name: str, replicas: int = 1, **kwargs: Any) -> Fleet:
         >>> fleet.urls                                                # doctest: +SKIP
         ['http://127.0.0.1:41003', 'http://127.0.0.1:41005']
         >>> fleet.stop()                                              # doctest: +SKIP
+
+    On a Ray cluster (after ``ray.init(address=...)``), one replica per node where the nodes allow:
+
+        >>> fleet = serve("chess", replicas=4, engine="ray")           # doctest: +SKIP
+        >>> envs = gym.make_vec("openenv/chess", num_envs=32, base_urls=fleet)  # doctest: +SKIP
     """
     fleet = Fleet(name, replicas, **kwargs)
     fleet.start()

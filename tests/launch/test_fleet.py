@@ -156,3 +156,31 @@ def test_when_one_replica_fails_to_start_the_others_are_stopped():
             fleet.start()
     assert not any(server.running for server in fleet.servers)
     assert wait_for(lambda: our_servers() <= before)
+
+
+def test_a_fleet_given_a_token_requires_it_even_on_loopback_and_its_own_requests_carry_it(monkeypatch):
+    import httpx
+
+    monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
+    with openenv_lab.serve("echo", replicas=2, token="s3cret") as fleet:
+        assert fleet.headers == {"Authorization": "Bearer s3cret"}
+        assert all(httpx.get(f"{url}/health", timeout=5).status_code == 401 for url in fleet.urls)
+        assert [c["active_sessions"] for c in fleet.capacity()] == [0, 0]
+        for base_urls in (fleet.urls, fleet):  # the fleet's URLs, or the fleet: its token goes along
+            envs = gym.make_vec("openenv/remote", num_envs=2, base_urls=base_urls)
+            envs.reset(seed=0)
+            envs.close()
+        # The token reaches the servers through their environment, not their command line.
+        assert all("s3cret" not in " ".join(server.command()) for server in fleet.servers)
+
+
+def test_token_from_env_without_the_variable_is_one_clear_sentence(monkeypatch):
+    env = {k: v for k, v in os.environ.items() if k != "OPENENV_LAB_TOKEN"}
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv_lab", "serve", "echo", "--token-from-env"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert out.returncode != 0 and "set $OPENENV_LAB_TOKEN to the token" in out.stderr
