@@ -120,3 +120,21 @@ def test_the_sb3_script_compares_ours_with_dummy_and_subproc(tmp_path):
         assert set(rows) == {"openenv_lab.sb3", "DummyVecEnv", "SubprocVecEnv"}
         assert rows["SubprocVecEnv"]["step_vs_subproc"] == 1.0
         assert all(row["step_per_s"] > 0 and row["learn_per_s"] > 0 for row in rows.values())
+
+
+@pytest.mark.slow
+def test_the_ray_fleet_script_compares_a_ray_fleet_with_a_local_one(tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "ray_fleet.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "ray_fleet.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    row = json.loads(out.read_text())["results"]["echo"]
+    assert row["ray_nodes_used"] == 2  # one replica per worker node
+    assert row["steps_per_s"]["ray"] > 0 and row["steps_per_s"]["local"] > 0
+    assert row["ray_vs_local"] == row["steps_per_s"]["ray"] / row["steps_per_s"]["local"]
+    assert "Ray/local" in completed.stdout
