@@ -20,7 +20,8 @@ from openenv_lab.launch import shared_embedded_server, stop_embedded_servers
 from tests.helpers import read_line
 
 PEERS = Path(__file__).parent / "peers"
-collect_ignore = ["peers/official_app.py"]  # a server script run in subprocesses, not a test module
+# Scripts run in subprocesses, not test modules (rllib_check.py: by an interpreter with RLlib).
+collect_ignore = ["peers/official_app.py", "rllib_check.py"]
 
 
 class PeerServer:

@@ -49,6 +49,8 @@ def test_the_first_example_plays_a_game_to_the_end():
 @pytest.mark.parametrize("index", range(1, len(python_blocks())))
 def test_every_other_example_runs(index):
     code = python_blocks()[index]
+    if "openenv_lab.rllib" in code:
+        pytest.skip("runs with RLlib's gymnasium, in tests/test_rllib.py (tests/rllib_check.py)")
     servers = []
     env: dict[str, str] = {}
     try:
