@@ -120,7 +120,8 @@ def test_the_sb3_script_compares_ours_with_dummy_and_subproc(tmp_path):
         assert set(rows) == {"openenv_lab.sb3", "DummyVecEnv", "SubprocVecEnv"}
         assert rows["SubprocVecEnv"]["step_vs_subproc"] == 1.0
         assert all(row["step_per_s"] > 0 and row["learn_per_s"] > 0 for row in rows.values())
-        assert rows["openenv_lab.sb3"]["server_ceiling_per_s"] > 0  # the server's CPU per step, measured
+        ceiling = rows["openenv_lab.sb3"]["server_ceiling_per_s"]  # None: too few steps for /proc's ticks
+        assert ceiling is None or ceiling > rows["SubprocVecEnv"]["step_per_s"] / 100
 
 
 @pytest.mark.slow
