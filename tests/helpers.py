@@ -49,3 +49,42 @@ def serve_cli(server: str, *args: str) -> tuple[subprocess.Popen[str], list[str]
         except queue.Empty:
             break
     return process, [line.rstrip("\n") for line in banner]
+
+
+def tiny_chat_model(corpus: list[str], *, width: int = 64, layers: int = 2) -> tuple[object, object]:
+    """A randomly initialised Qwen2 and a byte-level BPE trained on ``corpus``, with Qwen2.5's chat
+    template (whose tool calls TRL parses): a model for smoke runs, built here, nothing downloaded."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    torch.manual_seed(0)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(
+        [*corpus, '<tool_call>{"name": "move", "arguments": {"move": "e2e4"}}</tool_call>'],
+        trainers.BpeTrainer(
+            vocab_size=512,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<pad>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<pad>", padding_side="left"
+    )
+    tokenizer.chat_template = qwen2_5_chat_template
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=width,
+        intermediate_size=2 * width,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+    )
+    return tokenizer, Qwen2ForCausalLM(config)

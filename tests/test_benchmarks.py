@@ -140,3 +140,32 @@ def test_the_ray_fleet_script_compares_a_ray_fleet_with_a_local_one(tmp_path):
     assert row["steps_per_s"]["ray"] > 0 and row["steps_per_s"]["local"] > 0
     assert row["ray_vs_local"] == row["steps_per_s"]["ray"] / row["steps_per_s"]["local"]
     assert "Ray/local" in completed.stdout
+
+
+@pytest.mark.slow
+def test_the_trl_tools_script_puts_a_tool_call_beside_a_generation(tmp_path):
+    out = tmp_path / "trl_tools.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "trl_tools.py"),
+            "--calls",
+            "3",
+            "--turns",
+            "1",
+            "--tokens",
+            "4",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["environment"]["tool_call_s"] > 0 and report["environment"]["reset_s"] > 0
+    share = report["environment_share"]["smoke model (CPU)"]
+    seconds = report["generation_s"]["smoke model (CPU)"]
+    assert share == report["environment"]["tool_call_s"] / (report["environment"]["tool_call_s"] + seconds)
+    assert "environment share" in completed.stdout

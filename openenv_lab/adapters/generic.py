@@ -308,6 +308,28 @@ class GenericAdapter(Adapter):
             raise AttributeError("This environment has no MCP tools")
         return self.tools.action(name, **arguments)
 
+    def action_fields(self) -> list[str]:
+        """The action schema's fields that this adapter's actions set, in order."""
+        return [self._single_action] if self._single_action is not None else list(self._action_fields)
+
+    def action_from_json(self, values: dict[str, Any]) -> Any:
+        """The action of `action_space` that sends ``values`` (the action fields' JSON values, by name);
+        a ``ValueError`` saying why if one does not fit its field."""
+        if self.tools is not None:
+            raise TypeError("This environment's actions are MCP tool calls: use tool_action(name, ...)")
+        try:
+            if self._single_action is not None and self._single_action not in self._action_fields:
+                value = values[self._single_action]
+                if _key(value) not in self._value_index:
+                    allowed = self._action_values
+                    raise ValueError(f"{self._single_action} takes one of {allowed}, got {value!r}")
+                return self._value_index[_key(value)]
+            if self._single_action is not None:
+                return self._action_fields[self._single_action].decode(values[self._single_action])
+            return {name: field.decode(values[name]) for name, field in self._action_fields.items()}
+        except ProtocolError as exc:
+            raise ValueError(str(exc)) from None
+
     def _legal_mask(self, legal: Any) -> np.ndarray:
         mask = np.zeros(len(self._action_values or ()), dtype=np.int8)
         for value in legal:

@@ -2,11 +2,12 @@
 
 Feed it finished episodes (`RewardCurve.add_episode`), or per-step rewards and episode ends
 (`RewardCurve.track`, scalars or vector-env arrays), or hand Stable-Baselines3 its callback
-(`RewardCurve.sb3_callback`). Where the environment names the parts of its reward
-(``info["reward_components"]``, e.g. FinRL's ``market`` and ``costs``), each part's per-episode sum is
-drawn too, as its own rolling mean. Redraws are throttled (at most every ``redraw_every`` seconds) so a fast
-training loop does not spend its time drawing; `RewardCurve.redraw` forces one. The figure is a PNG in a
-stock ``ipywidgets.Image``, and ``_repr_html_``/``to_html`` give the same picture without a kernel.
+(`RewardCurve.sb3_callback`) or a TRL trainer its own (`RewardCurve.trl_callback`: a point per logged
+step). Where the environment names the parts of its reward (``info["reward_components"]``, e.g. FinRL's
+``market`` and ``costs``), each part's per-episode sum is drawn too, as its own rolling mean. Redraws are
+throttled (at most every ``redraw_every`` seconds) so a fast training loop does not spend its time
+drawing; `RewardCurve.redraw` forces one. The figure is a PNG in a stock ``ipywidgets.Image``, and
+``_repr_html_``/``to_html`` give the same picture without a kernel.
 """
 
 from __future__ import annotations
@@ -150,6 +151,31 @@ class RewardCurve:
                 return True
 
             def _on_training_end(self) -> None:
+                curve.redraw()
+
+        return _RewardCurveCallback()
+
+    def trl_callback(self) -> Any:
+        """A ``transformers`` callback feeding this curve from a TRL trainer's logs (GRPO's ``reward``, the
+        mean over the step's rollouts, at each logged step; each reward function's mean,
+        ``rewards/<name>/mean``, as a component). With ``x="steps"`` the x axis is the trainer's step."""
+        from transformers import TrainerCallback
+
+        curve = self
+
+        class _RewardCurveCallback(TrainerCallback):  # type: ignore[misc]
+            def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+                if not logs or "reward" not in logs:
+                    return
+                parts = {
+                    key.split("/")[1]: float(value)
+                    for key, value in logs.items()
+                    if key.startswith("rewards/") and key.endswith("/mean")
+                }
+                step = int(state.global_step)
+                curve.add_episode(float(logs["reward"]), step=step, components=parts or None)
+
+            def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
                 curve.redraw()
 
         return _RewardCurveCallback()
