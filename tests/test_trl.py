@@ -223,3 +223,19 @@ def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment():
     for environment in trainer._environment_pool[None]:
         assert environment.transcript["call"].to_list().count("reset") >= 1
         environment.close()
+
+
+def test_rollouts_are_spread_over_a_fleet_and_carry_its_token(monkeypatch):
+    monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
+    with openenv_lab.serve("echo", replicas=2, token="fleet-token") as fleet:
+        Echo = environment_factory("openenv/remote", base_urls=fleet, sessions=4)
+        echoes = [Echo() for _ in range(4)]
+        try:
+            for echo in echoes:
+                echo.reset()
+            assert [c["active_sessions"] for c in fleet.capacity()] == [2, 2]  # round-robin, token sent
+        finally:
+            for echo in echoes:
+                echo.close()
+        with pytest.raises(CapacityError, match="short of the 600 rollouts"):
+            environment_factory("openenv/remote", base_urls=fleet.urls, sessions=600)
