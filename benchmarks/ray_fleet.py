@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fleet import throughput  # the same measure as the local fleet benchmark
 
 import openenv_lab
+from openenv_lab.files import write_text_atomically
 
 
 def measure(families: list[str], replicas: int, num_envs: int, steps: int, rounds: int) -> dict[str, Any]:
@@ -110,11 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             "steps": steps,
             **measured,
         }
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(path.suffix + ".partial")
-        partial.write_text(json.dumps(report, indent=2))
-        partial.replace(path)  # never a half-written file
+        write_text_atomically(args.json, json.dumps(report, indent=2), "the results")  # never half a file
     return 0
 
 

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import openenv_lab  # noqa: E402
+from openenv_lab.files import write_text_atomically  # noqa: E402
 from openenv_lab.trl import environment_factory  # noqa: E402
 from tests.helpers import tiny_chat_model  # noqa: E402  # the tests' smoke model, from the checkout
 
@@ -132,11 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             "generation_s": rows,
             "environment_share": shares,
         }
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(path.suffix + ".partial")
-        partial.write_text(json.dumps(report, indent=2))
-        partial.replace(path)
+        write_text_atomically(args.json, json.dumps(report, indent=2), "the results")  # never half a file
     return 0
 
 

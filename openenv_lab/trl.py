@@ -47,6 +47,7 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ import polars as pl
 from .adapters import ChessAdapter, GenericAdapter
 from .adapters.schema import resolve
 from .client import CapacityError, Client, OpenEnvError
-from .files import check_writable
+from .files import check_writable, write_atomically
 from .launch import Fleet, fleet_of, max_sessions_for, shared_embedded_server
 from .record import RecordTrajectory
 
@@ -276,9 +277,8 @@ def environment_factory(
         """Both recordings, after each reset and call: TRL never says when a rollout is over."""
         assert folder is not None
         self._env.save()
-        partial = folder / f"{self._number}.transcript.parquet.partial"
-        self.transcript.write_parquet(partial)
-        partial.replace(folder / f"{self._number}.transcript.parquet")  # never half a file
+        path = folder / f"{self._number}.transcript.parquet"
+        write_atomically(path, self.transcript.write_parquet, "the transcript")
 
     def transcript(self: Any) -> pl.DataFrame:
         return pl.DataFrame(self._rows, schema=TRANSCRIPT_SCHEMA)
@@ -318,24 +318,15 @@ TRANSCRIPT_SCHEMA = {
 }
 
 
+@dataclass
 class _Tool:
     """One generated tool: its name, description, typed arguments, and how it makes the env's action."""
 
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        arguments: list[tuple[str, type, str]],
-        action: Callable[[Any, dict[str, Any]], Any],
-        returns: str = "The environment's answer, as text.",
-    ) -> None:
-        self.name, self.description, self.arguments, self.action, self.returns = (
-            name,
-            description,
-            arguments,
-            action,
-            returns,
-        )
+    name: str
+    description: str
+    arguments: list[tuple[str, type, str]]
+    action: Callable[[Any, dict[str, Any]], Any]
+    returns: str = "The environment's answer, as text."
 
     def docstring(self) -> str:
         lines = [self.description.strip() or f"Call {self.name}.", "", "Args:"]
@@ -431,10 +422,9 @@ def _mcp_tool(tool: Any) -> _Tool:
     def action(unwrapped: Any, values: dict[str, Any]) -> Any:
         return unwrapped.tool_action(tool.name, **values)
 
-    made = _Tool(_tool_name(tool.name), description, arguments, action)
     if returns:
-        made.returns = f"{returns} (as text)"
-    return made
+        return _Tool(_tool_name(tool.name), description, arguments, action, f"{returns} (as text)")
+    return _Tool(_tool_name(tool.name), description, arguments, action)
 
 
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields)\s*:\s*$")

@@ -16,18 +16,24 @@ import pytest
 BENCHMARKS = Path(__file__).parent.parent / "benchmarks"
 
 
-@pytest.mark.slow
-def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
-    out = tmp_path / "all.json"
+def run(
+    script: str, *args: str, json_path: Path, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """Run ``benchmarks/<script>`` with ``args`` and ``--json json_path``; its output and its report."""
     completed = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "harness.py"), "--quick", "--json", str(out)],
+        [sys.executable, str(BENCHMARKS / script), *args, "--json", str(json_path)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=timeout,
     )
-    assert completed.returncode == 0, completed.stderr
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    return completed, json.loads(json_path.read_text())
+
+
+@pytest.mark.slow
+def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
+    completed, report = run("harness.py", "--quick", json_path=tmp_path / "all.json", timeout=900)
     assert "x raw" in completed.stdout and "ours/async" in completed.stdout
-    report = json.loads(out.read_text())
 
     latency = report["step_latency"]
     assert set(latency["step"]) == {
@@ -71,16 +77,8 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
 
 @pytest.mark.slow
 def test_the_soak_script_reports_steps_errors_memory_and_slowloris(tmp_path):
-    out = tmp_path / "soak.json"
-    script = [sys.executable, str(BENCHMARKS / "soak.py"), "--quick", "--minutes", "0.1"]
-    completed = subprocess.run(
-        [*script, "--families", "echo,chess", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    report = json.loads(out.read_text())
+    args = ("--quick", "--minutes", "0.1", "--families", "echo,chess")
+    _, report = run("soak.py", *args, json_path=tmp_path / "soak.json", timeout=300)
     assert set(report["soak"]) == {"echo", "chess"}
     for row in report["soak"].values():
         assert row["steps"] > 0 and row["errors"] == 0, row["first_error"]
@@ -90,15 +88,7 @@ def test_the_soak_script_reports_steps_errors_memory_and_slowloris(tmp_path):
 
 @pytest.mark.slow
 def test_the_fuzz_script_counts_both_directions(tmp_path):
-    out = tmp_path / "fuzz.json"
-    completed = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "fuzz.py"), "--examples", "3", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    report = json.loads(out.read_text())
+    completed, report = run("fuzz.py", "--examples", "3", json_path=tmp_path / "fuzz.json", timeout=600)
     assert "chess /ws/batch" in report["server"] and "atari POST /step" in report["server"]
     assert report["server_examples"] >= 3 * len(report["server"])
     assert set(report["client"]) == {"single env", "vector env, /ws/batch", "vector env, /ws"}
@@ -107,15 +97,7 @@ def test_the_fuzz_script_counts_both_directions(tmp_path):
 
 @pytest.mark.slow
 def test_the_sb3_script_compares_ours_with_dummy_and_subproc(tmp_path):
-    out = tmp_path / "sb3.json"
-    completed = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "sb3_rollouts.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    report = json.loads(out.read_text())
+    _, report = run("sb3_rollouts.py", "--quick", json_path=tmp_path / "sb3.json", timeout=600)
     for rows in report["families"].values():
         assert set(rows) == {"openenv_lab.sb3", "DummyVecEnv", "SubprocVecEnv"}
         assert rows["SubprocVecEnv"]["step_vs_subproc"] == 1.0
@@ -127,15 +109,8 @@ def test_the_sb3_script_compares_ours_with_dummy_and_subproc(tmp_path):
 @pytest.mark.slow
 def test_the_ray_fleet_script_compares_a_ray_fleet_with_a_local_one(tmp_path):
     pytest.importorskip("ray")
-    out = tmp_path / "ray_fleet.json"
-    completed = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "ray_fleet.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    row = json.loads(out.read_text())["results"]["echo"]
+    completed, report = run("ray_fleet.py", "--quick", json_path=tmp_path / "ray_fleet.json", timeout=300)
+    row = report["results"]["echo"]
     assert row["ray_nodes_used"] == 2  # one replica per worker node
     assert row["steps_per_s"]["ray"] > 0 and row["steps_per_s"]["local"] > 0
     assert row["ray_vs_local"] == row["steps_per_s"]["ray"] / row["steps_per_s"]["local"]
@@ -144,26 +119,8 @@ def test_the_ray_fleet_script_compares_a_ray_fleet_with_a_local_one(tmp_path):
 
 @pytest.mark.slow
 def test_the_trl_tools_script_puts_a_tool_call_beside_a_generation(tmp_path):
-    out = tmp_path / "trl_tools.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "trl_tools.py"),
-            "--calls",
-            "3",
-            "--turns",
-            "1",
-            "--tokens",
-            "4",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    report = json.loads(out.read_text())
+    args = ("--calls", "3", "--turns", "1", "--tokens", "4")
+    completed, report = run("trl_tools.py", *args, json_path=tmp_path / "trl_tools.json", timeout=300)
     assert report["environment"]["tool_call_s"] > 0 and report["environment"]["reset_s"] > 0
     share = report["environment_share"]["smoke model (CPU)"]
     seconds = report["generation_s"]["smoke model (CPU)"]
