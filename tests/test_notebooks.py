@@ -8,6 +8,8 @@ notebook can be interrupted mid-training and re-run in the same kernel without l
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import signal
@@ -108,25 +110,54 @@ def test_readme_lists_every_notebook_with_badges():
         assert f"labpath={urllib.parse.quote(rel, safe='')})" in readme
 
 
+def _mistake_cases(lesson: str) -> dict[str, int]:
+    """Test name -> number of parametrized cases, in ``tests/course/test_lesson_<lesson>.py``."""
+    tree = ast.parse((ROOT / "tests" / "course" / f"test_lesson_{lesson}.py").read_text())
+    cases = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                if isinstance(decorator, ast.Call) and ast.unparse(decorator.func).endswith("parametrize"):
+                    cases[node.name] = len(decorator.args[1].elts)
+    return cases
+
+
 @pytest.mark.parametrize("path", TUTORIALS, ids=_rel)
-def test_every_exercise_has_a_reference_answer(path):
-    code = _code(_load(path))
+def test_every_exercise_has_a_reference_answer_and_a_check_tested_on_mistakes(path):
+    """Each ``### Exercise`` is three code cells: the student's (``# your code here``), the reference
+    answer loaded for teachers and CI, and a call of the lesson's check (`openenv_lab.course`), whose
+    tests feed it at least two typical mistakes."""
+    cells = _load(path).cells
     lesson = re.match(r"(\d+)_", path.name).group(1)
     module = f"solutions.lesson_{lesson}"
-    exercises = [i for i, src in enumerate(code) if "raise NotImplementedError" in src]
-    assert exercises, f"{_rel(path)} has no exercise"
-    solutions_file = ROOT / "tutorials" / "solutions" / f"lesson_{lesson}.py"
-    solutions = solutions_file.read_text()
-    for i in exercises:
-        names = re.findall(r"^(?:def|class) (\w+)", code[i], re.MULTILINE)
-        assert names, f"exercise cell {i} of {_rel(path)} defines nothing"
-        answer = code[i + 1]
-        assert answer.startswith("if SOLUTIONS:") and module in answer, f"cell after exercise {i}"
+    checks = importlib.import_module(f"openenv_lab.course.lesson_{lesson}")
+    mistakes = _mistake_cases(lesson)
+    solutions = (ROOT / "tutorials" / "solutions" / f"lesson_{lesson}.py").read_text()
+    headings = [
+        i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("### Exercise")
+    ]
+    assert headings, f"{_rel(path)} has no exercise"
+    for number, heading in enumerate(headings, start=1):
+        assert cells[heading].source.startswith(f"### Exercise {number}\n"), (
+            f"exercise {number} of {_rel(path)}"
+        )
+        exercise, answer, check = [c.source for c in cells[heading + 1 :] if c.cell_type == "code"][:3]
+        assert "# your code here" in exercise, f"exercise {number} of {_rel(path)}: no place for the answer"
+        names = re.findall(r"^(?:def |class )?(\w+)\b(?:\(| *[:=])", exercise, re.MULTILINE)
+        assert names, f"exercise {number} of {_rel(path)} defines nothing"
+        assert answer.startswith("if SOLUTIONS:") and module in answer, f"exercise {number}'s answer cell"
         for name in names:
             assert name in answer, f"{name} is not loaded from {module}"
-            assert re.search(rf"^(?:def|class) {name}\b", solutions, re.MULTILINE), f"{module} lacks {name}"
-        # The exercise is checked by an assert cell a student must make pass.
-        assert "assert" in code[i + 2], f"no check after the answer to exercise {i} of {_rel(path)}"
+            assert re.search(rf"^(?:(?:def|class) )?{name}\b", solutions, re.MULTILINE), (
+                f"{module} lacks {name}"
+            )
+        call = re.search(r"check\.(\w+)\((\w+)", check)
+        assert call and call.group(2) in names, (
+            f"exercise {number} of {_rel(path)} is not handed to its check"
+        )
+        assert hasattr(checks, call.group(1)), f"openenv_lab.course.lesson_{lesson} has no {call.group(1)}"
+        cases = mistakes.get(f"test_{call.group(1)}_mistakes_are_named", 0)
+        assert cases >= 2, f"check.{call.group(1)} is tested on {cases} mistakes (tests/course/)"
 
 
 def _pinned(path: Path) -> dict[str, str]:
