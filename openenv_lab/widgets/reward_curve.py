@@ -16,6 +16,7 @@ import base64
 import io
 import os
 import time
+import warnings
 from typing import Any
 
 import ipywidgets as widgets
@@ -83,7 +84,20 @@ class RewardCurve:
         components: dict[str, float] | None = None,
     ) -> None:
         """One finished episode: its return, its length or the global step it ended at, and the sums of
-        its named reward components (if any)."""
+        its named reward components (if any).
+
+        With ``x="steps"``, an episode given neither ``length`` nor ``step`` has no place on a steps axis:
+        the curve says so (a warning, once) and draws against episodes from then on.
+        """
+        if step is None and length is None and self.x == "steps":
+            warnings.warn(
+                "RewardCurve(x='steps') got an episode without its length or step, so it cannot be placed "
+                "on a steps axis: drawing against episodes instead. Pass length= (or step=) to each "
+                "add_episode to draw against environment steps.",
+                UserWarning,
+                stacklevel=2,
+            )
+            self.x = "episodes"
         if step is None:
             self._total_steps += int(length or 0)
             step = self._total_steps
@@ -210,8 +224,8 @@ class RewardCurve:
                 f"mean {np.mean(recent):+.3g}, best {max(self.returns):+.3g}"
             )
 
-    def png(self) -> bytes:
-        """The plot as PNG bytes."""
+    def figure(self) -> Any:
+        """The plot as a matplotlib ``Figure`` (returns, their rolling mean and band, the components)."""
         from matplotlib.figure import Figure
 
         figure = Figure(figsize=(6.4, 3.2), dpi=80)
@@ -237,8 +251,12 @@ class RewardCurve:
         axes.set_title(self.title)
         axes.grid(alpha=0.3)
         figure.tight_layout()
+        return figure
+
+    def png(self) -> bytes:
+        """The plot as PNG bytes."""
         buffer = io.BytesIO()
-        figure.savefig(buffer, format="png")
+        self.figure().savefig(buffer, format="png")
         return buffer.getvalue()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:

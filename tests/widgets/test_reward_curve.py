@@ -119,3 +119,36 @@ def test_the_sb3_callback_sums_components_per_episode():
         callback.num_timesteps = step
         callback._on_step()
     assert curve.returns == [3.0] and curve.components == {"a": [1.0]}
+
+
+def _points(curve: RewardCurve) -> tuple[list[float], list[float], str]:
+    """The returns as drawn: the x and y of the "episode return" markers, and the x axis's label."""
+    axes = curve.figure().axes[0]
+    (markers,) = [line for line in axes.lines if line.get_label() == "episode return"]
+    return list(markers.get_xdata()), list(markers.get_ydata()), axes.get_xlabel()
+
+
+def test_the_points_drawn_are_the_returns_given_at_their_steps():
+    curve = RewardCurve(window=2, redraw_every=3600)
+    for value, length in ((1.0, 4), (-2.0, 6), (5.0, 10)):
+        curve.add_episode(value, length=length)
+    assert _points(curve) == ([4, 10, 20], [1.0, -2.0, 5.0], "environment steps")
+    axes = curve.figure().axes[0]
+    (mean,) = [line for line in axes.lines if line.get_label().startswith("mean of last")]
+    assert list(mean.get_ydata()) == [1.0, -0.5, 1.5]
+
+
+def test_episodes_without_a_length_are_drawn_against_episodes_not_all_at_zero():
+    curve = RewardCurve(redraw_every=3600)
+    with pytest.warns(UserWarning, match="without its length or step"):
+        curve.add_episode(1.0)
+    curve.add_episode(2.0)
+    curve.add_episode(3.0)
+    assert _points(curve) == ([1, 2, 3], [1.0, 2.0, 3.0], "episodes")
+
+
+def test_the_episodes_axis_numbers_episodes_whatever_their_lengths():
+    curve = RewardCurve(x="episodes", redraw_every=3600)
+    curve.add_episode(4.0, length=100)
+    curve.add_episode(-1.0, length=3)
+    assert _points(curve) == ([1, 2], [4.0, -1.0], "episodes")
