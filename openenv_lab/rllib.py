@@ -18,14 +18,16 @@ Example:
     >>> from ray.rllib.algorithms.ppo import PPOConfig
     >>> from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     >>> from openenv_lab.rllib import RUNTIME_ENV, MaskedPPOTorchRLModule
-    >>> ray.init(runtime_env=RUNTIME_ENV)                                   # doctest: +SKIP
+    >>> # skipped: starts Ray; tests/test_rllib.py trains this
+    >>> ray.init(runtime_env=RUNTIME_ENV)  # doctest: +SKIP
     >>> config = (
     ...     PPOConfig()
     ...     .environment("openenv/chess", env_config={"opponent": "random"})
     ...     .env_runners(num_env_runners=2, gym_env_vectorize_mode="vector_entry_point")
     ...     .rl_module(rl_module_spec=RLModuleSpec(module_class=MaskedPPOTorchRLModule))
     ... )
-    >>> config.build_algo().train()                                        # doctest: +SKIP
+    >>> # skipped: minutes of training; tests/test_rllib.py runs it
+    >>> config.build_algo().train()  # doctest: +SKIP
 
 RLlib is an optional extra, ``pip install "openenv-lab[rllib]"`` (Ray 2.60's RLlib pins gymnasium 1.2.2).
 """

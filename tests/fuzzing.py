@@ -238,9 +238,14 @@ class HostileServer:
     mutated by the plan, one `Mutation` per reply, then passed on untouched once the plan is spent.
 
     Example:
-        >>> with HostileServer(url) as hostile:                    # doctest: +SKIP
-        ...     hostile.plan([Mutation("garbage", "not json")])
-        ...     Session(hostile.url).reset()                        # raises ProtocolError
+        >>> from openenv_lab.client import Session
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> with HostileServer(shared_embedded_server("echo").base_url) as hostile:
+        ...     hostile.plan([Mutation("garbage", "not json")])  # the reply to the session's first request
+        ...     Session(hostile.url)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        openenv_lab.client.errors.ProtocolError: ...
     """
 
     #: Seconds a "late" reply waits (under the client timeouts the tests use).

@@ -165,9 +165,10 @@ class AtariAdapter(Adapter):
 
     Example:
         >>> import gymnasium as gym, openenv_lab
-        >>> env = gym.make("openenv/atari", game="pong")              # doctest: +SKIP
-        >>> env.observation_space, env.action_space                      # doctest: +SKIP
+        >>> env = gym.make("openenv/atari", game="pong")
+        >>> env.observation_space, env.action_space
         (Box(0, 255, (210, 160, 3), uint8), Discrete(6))
+        >>> env.close()
     """
 
     server_name: ClassVar[str | None] = "atari"

@@ -72,11 +72,14 @@ class ChessAdapter(Adapter):
 
     Example:
         >>> import gymnasium as gym, openenv_lab
-        >>> env = gym.make("openenv/chess", agent_color="white")      # doctest: +SKIP
-        >>> obs, info = env.reset(seed=0)                              # doctest: +SKIP
-        >>> adapter = env.unwrapped.adapter                            # doctest: +SKIP
-        >>> adapter.action_to_move(adapter.move_to_action("e2e4"))     # doctest: +SKIP
+        >>> env = gym.make("openenv/chess", agent_color="white")
+        >>> obs, info = env.reset(seed=0)
+        >>> adapter = env.unwrapped.adapter
+        >>> adapter.action_to_move(adapter.move_to_action("e2e4"))
         'e2e4'
+        >>> bool(obs["action_mask"][adapter.move_to_action("e2e4")])
+        True
+        >>> env.close()
     """
 
     server_name: ClassVar[str | None] = "chess"

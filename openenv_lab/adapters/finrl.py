@@ -4,8 +4,13 @@ Spaces (sized from the server's ``GET /config``): observation ``Box(-inf, inf, (
 action ``Box(-1, 1, (N,), float32)`` with N tickers and K indicators. ``env.unwrapped.layout`` names the
 slices of the observation::
 
-    >>> layout = env.unwrapped.layout                         # doctest: +SKIP
-    >>> obs[layout["cash"]], obs[layout["close"]], obs[layout["rsi_30"]]     # doctest: +SKIP
+    >>> import gymnasium as gym, openenv_lab
+    >>> env = gym.make("openenv/finrl")
+    >>> obs, info = env.reset(seed=0)
+    >>> layout = env.unwrapped.layout
+    >>> float(obs[layout["cash"]][0]), obs[layout["close"]].shape, obs[layout["rsi_30"]].shape
+    (1000000.0, (5,), (5,))
+    >>> env.close()
 
 and ``env.unwrapped.tickers`` the tickers, in column order.
 
@@ -65,9 +70,10 @@ class FinRLAdapter(Adapter):
 
     Example:
         >>> import gymnasium as gym, openenv_lab
-        >>> env = gym.make("openenv/finrl", split="trade")            # doctest: +SKIP
-        >>> env.observation_space.shape, env.action_space             # doctest: +SKIP
+        >>> env = gym.make("openenv/finrl", split="trade")
+        >>> env.observation_space.shape, env.action_space
         ((51,), Box(-1.0, 1.0, (5,), float32))
+        >>> env.close()
     """
 
     server_name: ClassVar[str | None] = "finrl"

@@ -57,9 +57,11 @@ class GenericAdapter(Adapter):
 
     Example:
         >>> import gymnasium as gym, openenv_lab
-        >>> env = gym.make("openenv/remote", base_url="http://127.0.0.1:8000")   # doctest: +SKIP
-        >>> env.observation_space                                             # doctest: +SKIP
-        Dict('action_mask': MultiBinary(7), 'board': Box(-1, 1, (6, 7), int64))
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> env = gym.make("openenv/remote", base_url=shared_embedded_server("echo").base_url)
+        >>> env.observation_space["message_length"], env.action_space
+        (Box(-2147483648, 2147483647, (), int64), UnicodeText(0, 256))
+        >>> env.close()
     """
 
     needs_probe: ClassVar[bool] = True

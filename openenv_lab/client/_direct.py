@@ -58,10 +58,14 @@ class DirectConnection:
     keepalive thread only touches the connection while no request holds it.
 
     Example:
-        >>> with DirectConnection.connect("ws://127.0.0.1:8000/ws") as ws:   # doctest: +SKIP
-        ...     ws.send('{"type": "state", "data": {}}')
-        ...     ws.recv(timeout=5.0)
-        '{"type":"state","data":{"episode_id":null,"step_count":0}}'
+        >>> import json
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> url = shared_embedded_server("echo").base_url.replace("http://", "ws://") + "/ws"
+        >>> with DirectConnection.connect(url, open_timeout=5.0, close_timeout=5.0) as ws:
+        ...     ws.send('{"type": "reset", "data": {"seed": 0}}')
+        ...     reply = json.loads(ws.recv(timeout=5.0))
+        >>> reply["type"], reply["data"]["reward"], reply["data"]["metadata"]
+        ('observation', 0.0, {'seed': 0})
     """
 
     def __init__(

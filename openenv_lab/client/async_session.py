@@ -40,8 +40,9 @@ class AsyncSession:
         >>> from openenv_lab.client import AsyncSession
         >>> async def first_fen(url):
         ...     async with await AsyncSession.open(url) as session:
-        ...         return (await session.reset(seed=0)).observation["fen"]
-        >>> asyncio.run(first_fen(url))                                 # doctest: +SKIP
+        ...         return (await session.reset(seed=0, agent_color="white")).observation["fen"]
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> asyncio.run(first_fen(shared_embedded_server("chess").base_url))
         'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1'
     """
 

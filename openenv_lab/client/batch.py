@@ -47,7 +47,8 @@ class Channel:
         ...         return [reply["type"] for reply in replies]
         ...     finally:
         ...         await channel.close()
-        >>> asyncio.run(two_resets(url))                                 # doctest: +SKIP
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> asyncio.run(two_resets(shared_embedded_server("echo").base_url))
         ['observation', 'observation']
     """
 

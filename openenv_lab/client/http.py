@@ -42,7 +42,9 @@ class Client:
 
     Example:
         >>> from openenv_lab.client import Client
-        >>> with Client(url) as server:                              # doctest: +SKIP
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> url = shared_embedded_server("chess").base_url
+        >>> with Client(url) as server:
         ...     server.health()["status"]
         ...     sorted(server.schema()["action"]["properties"])
         'healthy'

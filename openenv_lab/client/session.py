@@ -51,7 +51,9 @@ class Session:
 
     Example:
         >>> from openenv_lab.client import Session
-        >>> with Session(url) as session:                         # doctest: +SKIP
+        >>> from openenv_lab.launch import shared_embedded_server
+        >>> url = shared_embedded_server("chess").base_url
+        >>> with Session(url) as session:
         ...     first = session.reset(seed=0)
         ...     result = session.step({"move": first.observation["legal_moves"][0]})
         ...     result.reward, result.done

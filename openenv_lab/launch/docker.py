@@ -95,7 +95,8 @@ class DockerServer:
 
     Example:
         >>> from openenv_lab.launch import DockerServer
-        >>> with DockerServer("chess", memory="1g") as server:              # doctest: +SKIP
+        >>> # skipped: needs a Docker engine; tests/launch/test_docker.py runs this
+        >>> with DockerServer("chess", memory="1g") as server:  # doctest: +SKIP
         ...     server.base_url
         'http://127.0.0.1:32768'
     """

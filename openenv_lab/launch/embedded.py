@@ -46,9 +46,9 @@ class EmbeddedServer:
 
     Example:
         >>> from openenv_lab.launch import EmbeddedServer
-        >>> with EmbeddedServer("chess") as server:                 # doctest: +SKIP
+        >>> with EmbeddedServer("chess") as server:  # doctest: +ELLIPSIS
         ...     server.base_url
-        'http://127.0.0.1:40123'
+        'http://127.0.0.1:...'
     """
 
     def __init__(
