@@ -8,7 +8,10 @@ rules for tolerating different server versions live in one place:
 - ``reward`` may be a bool, an int, a float or ``null``; it is normalised to ``float | None``;
 - error messages carry ``code`` and ``message`` and sometimes more fields (``errors``, ``active_sessions``).
 
-See ``shared/reference/openenv-protocol.md`` sections 3 and 5 for the wire format.
+The wire format is defined upstream in huggingface/OpenEnv: the message models in
+``src/openenv/core/env_server/types.py`` (``WSResetMessage``, ``WSStepMessage``, ``WSStateMessage``,
+``WSCloseMessage``, ``WSObservationResponse``, ``WSStateResponse``, ``WSErrorResponse``, ``WSErrorCode``)
+and the ``/ws`` route of ``src/openenv/core/env_server/http_server.py`` that sends them (openenv 0.10).
 """
 
 from __future__ import annotations
