@@ -5,7 +5,7 @@ For each family (echo, chess, Atari, FinRL) one embedded server holds ``--sessio
 connections (``multiplex=False``), which is closed and opened again every ``--churn`` seconds so session
 creation and teardown soak too. Episodes end and start again by themselves (autoreset). Any exception is
 counted as an error (the env is then opened again, and the soak goes on). The server's resident memory is
-read from /proc after a warm-up and at the end: a leak shows as growth that long runs multiply.
+read (psutil) after a warm-up and at the end: a leak shows as growth that long runs multiply.
 
 Then the limits: with 50 idle TCP connections held open (half an HTTP request each, as slowloris sends),
 the median round trip of a normal session, beside the same without them.
@@ -31,6 +31,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import psutil
 
 import openenv_lab  # noqa: F401  # registers openenv/* ids
 from openenv_lab.client import Session
@@ -45,15 +46,11 @@ FAMILIES: dict[str, dict[str, Any]] = {
 
 
 def rss_mib(pid: int) -> float | None:
-    """Resident memory of a process in MiB, from /proc (Linux); None elsewhere."""
+    """Resident memory of a process in MiB (psutil), or None when it cannot be read."""
     try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
+        return psutil.Process(pid).memory_info().rss / 2**20
+    except psutil.Error:
         return None
-    return None
 
 
 def actions(envs: gym.vector.VectorEnv, obs: Any, rng: np.random.Generator) -> Any:

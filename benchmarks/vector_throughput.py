@@ -28,6 +28,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import psutil
 
 import openenv_lab
 from openenv_lab.launch import EmbeddedServer
@@ -51,13 +52,12 @@ def actions_for(
 
 
 def server_cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process, from /proc (Linux); None elsewhere."""
+    """User + system CPU time of a process (psutil), or None when it cannot be read."""
     try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
         return None
+    return times.user + times.system
 
 
 def timed(run: Callable[[], int], server_pid: int) -> dict[str, float]:

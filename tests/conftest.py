@@ -1,7 +1,11 @@
 """Shared fixtures: real servers on loopback, started once per test session.
 
-- ``official_counter`` / ``official_kitchen`` / ``official_chess``: environments served by the official
-  ``openenv`` framework (tests/peers/official_app.py), for conformance of our client.
+- ``official_grid_world`` / ``official_echo`` / ``official_chess``: official OpenEnv environments, run
+  unmodified from the conformance copy of huggingface/OpenEnv (tests/conformance.py; skipped, saying
+  why, where that copy is absent), for our client's conformance.
+- ``framework_counter`` / ``hanging_counter`` / ``framework_kitchen``: test environments of our own served
+  by the official framework (tests/peers/framework_app.py), for what no official environment does (a
+  step that hangs, every JSON type, a room of exactly two sessions).
 - ``chess_url``: our chess server, as the embedded launcher runs it for ``gym.make("openenv/chess")``.
 """
 
@@ -17,19 +21,20 @@ import pytest
 
 from openenv_lab.client import Client
 from openenv_lab.launch import shared_embedded_server, stop_embedded_servers
+from tests.conformance import OfficialServer
 from tests.helpers import read_line
 
 PEERS = Path(__file__).parent / "peers"
 # Scripts run in subprocesses, not test modules (rllib_check.py: by an interpreter with RLlib).
-collect_ignore = ["peers/official_app.py", "rllib_check.py"]
+collect_ignore = ["peers/framework_app.py", "rllib_check.py"]
 
 
-class PeerServer:
-    """An official-framework server in a subprocess; stops when the test session ends."""
+class FrameworkServer:
+    """A test environment on the official framework, in a subprocess; stops when the test session ends."""
 
     def __init__(self, env: str, max_sessions: int, *, quiet: bool = False, **environment: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(PEERS / "official_app.py"), env, "--max-sessions", str(max_sessions)],
+            [sys.executable, str(PEERS / "framework_app.py"), env, "--max-sessions", str(max_sessions)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL if quiet else None,
@@ -39,7 +44,7 @@ class PeerServer:
         line = read_line(self.process, timeout=60)
         if not line.startswith("LISTENING "):
             self.process.kill()
-            raise RuntimeError(f"peer server {env} did not start: {line!r}")
+            raise RuntimeError(f"framework server {env} did not start: {line!r}")
         self.url = line.split()[1]
         with Client(self.url) as client:
             client.wait_until_healthy(60)
@@ -54,46 +59,53 @@ class PeerServer:
 
 
 @pytest.fixture(scope="session")
-def official_counter() -> Iterator[str]:
-    server = PeerServer("counter", max_sessions=2)
+def framework_counter() -> Iterator[str]:
+    server = FrameworkServer("counter", max_sessions=2)
     yield server.url
     server.stop()
 
 
 @pytest.fixture(scope="session")
 def hanging_counter() -> Iterator[str]:
-    """The official-framework counter for tests that stall steps (a ``delta`` of `HANG`): a stalled step
+    """The framework counter for tests that stall steps (a ``delta`` of `HANG`): a stalled step
     holds its session's slot for a minute, so these tests get a server of their own with room to spare."""
     # quiet: when a stalled step ends, the framework logs a traceback for the client that left meanwhile
-    server = PeerServer("counter", max_sessions=12, quiet=True)
+    server = FrameworkServer("counter", max_sessions=12, quiet=True)
     yield server.url
     server.stop()
 
 
-#: The counter's ``delta`` that stalls a step for a minute (tests/peers/official_app.py).
+#: The counter's ``delta`` that stalls a step for a minute (tests/peers/framework_app.py).
 HANG = 1000
 
 
 @pytest.fixture(scope="session")
-def official_kitchen() -> Iterator[str]:
-    server = PeerServer("kitchen", max_sessions=8)
+def framework_kitchen() -> Iterator[str]:
+    server = FrameworkServer("kitchen", max_sessions=8)
     yield server.url
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def official_grid_world() -> Iterator[str]:
+    """The official grid_world_env (one session at a time, its app's default)."""
+    with OfficialServer("grid_world_env") as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def official_echo() -> Iterator[str]:
+    """The official echo_env (MCP tools), with room for two sessions (its ``MAX_CONCURRENT_ENVS``)."""
+    with OfficialServer("echo_env", environment={"MAX_CONCURRENT_ENVS": "2"}) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")
 def official_chess() -> Iterator[str]:
-    server = PeerServer("officialchess", max_sessions=8)
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def official_chess_short() -> Iterator[str]:
-    """The official-style chess server with a 16 half-move limit: most games end at the limit."""
-    server = PeerServer("officialchess", max_sessions=4, OFFICIAL_CHESS_MAX_MOVES="16")
-    yield server.url
-    server.stop()
+    """The official chess_env: moonfish plays the other side (about a second a move from the opening
+    here, so tests start it from endgames)."""
+    with OfficialServer("chess_env") as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import psutil
+
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:
     """Poll ``predicate`` until it is true or ``timeout`` passes (for process lifetimes, not speed)."""
@@ -19,6 +21,22 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: flo
             return True
         time.sleep(interval)
     return predicate()
+
+
+def alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie (orphans may wait a while to be reaped), on any OS."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def stopped(pid: int) -> bool:
+    """Whether a process is stopped (SIGSTOP), on any OS psutil knows."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_STOPPED
+    except psutil.NoSuchProcess:
+        return False
 
 
 def read_line(process: subprocess.Popen[str], timeout: float) -> str:

@@ -18,10 +18,12 @@ def test_bench_on_our_chess_server(chess_url):
     assert "p50" in str(report)
 
 
-def test_bench_finds_what_an_official_style_server_does_not_say(official_chess):
-    report = openenv_lab.bench("openenv/chess", base_url=official_chess, steps=10)
-    assert report.seeds_honoured is False and "different episodes" in report.seed_note
-    assert report.max_sessions == 8 and "opening sessions" in report.max_sessions_note
+def test_bench_finds_what_an_official_server_does_not_say(official_grid_world):
+    """The official grid_world_env reports no capacity (found by opening sessions: one) and does not confirm
+    seeds (its episodes are all the same one, so a seed replays it)."""
+    report = openenv_lab.bench("openenv/remote", base_url=official_grid_world, steps=10)
+    assert report.max_sessions == 1 and "opening sessions" in report.max_sessions_note
+    assert report.seeds_honoured is True and "does not confirm seeds" in report.seed_note
 
 
 def test_bench_cli_prints_json(chess_url, capsys):

@@ -50,7 +50,7 @@ def test_the_harness_runs_every_benchmark_and_writes_json(tmp_path):
     assert "ours/loop" in completed.stdout and vector["echo"]["4"]["make_vec (loop)"]["steps_per_s"] > 0
     row = vector["echo"]["4"]["make_vec (ours)"]
     assert row["steps_per_s"] > 0 and row["client_cpu_us_per_step"] > 0
-    assert "server_cpu_us_per_step" in row  # /proc is there on the build machines
+    assert "server_cpu_us_per_step" in row  # psutil reads it on the build machines
     assert vector["chess"]["4"]["send/recv (ours)"]["steps_per_s"] > 0
     assert "send/recv (ours)" not in vector["echo"]["1"]  # nothing to overlap with one env
 
@@ -102,7 +102,7 @@ def test_the_sb3_script_compares_ours_with_dummy_and_subproc(tmp_path):
         assert set(rows) == {"openenv_lab.sb3", "DummyVecEnv", "SubprocVecEnv"}
         assert rows["SubprocVecEnv"]["step_vs_subproc"] == 1.0
         assert all(row["step_per_s"] > 0 and row["learn_per_s"] > 0 for row in rows.values())
-        ceiling = rows["openenv_lab.sb3"]["server_ceiling_per_s"]  # None: too few steps for /proc's ticks
+        ceiling = rows["openenv_lab.sb3"]["server_ceiling_per_s"]  # None: too few steps to tick the CPU clock
         assert ceiling is None or ceiling > rows["SubprocVecEnv"]["step_per_s"] / 100
 
 

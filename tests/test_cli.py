@@ -91,6 +91,7 @@ def test_play_against_no_server_is_one_clear_line(capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_serve_runs_an_openenv_server_until_stopped():
     process = subprocess.Popen(
         [
@@ -124,6 +125,7 @@ def test_serve_runs_an_openenv_server_until_stopped():
         process.wait(10)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
 def test_ctrl_c_stops_serve_quietly():
     process = subprocess.Popen(

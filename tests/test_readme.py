@@ -37,6 +37,7 @@ def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.Compl
         )
 
 
+@pytest.mark.slow
 def test_the_first_example_plays_a_game_to_the_end():
     out = run_python(python_blocks()[0])
     assert out.returncode == 0, out.stderr
@@ -46,6 +47,7 @@ def test_the_first_example_plays_a_game_to_the_end():
     assert float(reward) in {-1.0, 0.0, 1.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(1, len(python_blocks())))
 def test_every_other_example_runs(index):
     code = python_blocks()[index]

@@ -54,6 +54,7 @@ def test_steps_match_sb3s_dummy_vec_env_over_single_envs_episode_ends_included()
         dummy.close()
 
 
+@pytest.mark.slow
 def test_maskable_ppo_trains_on_chess_through_env_method_action_masks():
     venv = make_vec_env("openenv/chess", n_envs=2, max_moves=20)
     try:

@@ -97,6 +97,7 @@ def test_a_text_env_gets_one_tool_named_from_its_action_schema():
         echo.close()
 
 
+@pytest.mark.slow
 def test_the_official_mcp_echo_tools_match_its_tools_list():
     with OfficialServer("echo_env") as server, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # it does not confirm seeds
@@ -130,6 +131,7 @@ def test_environments_without_text_are_refused_naming_what_is_missing():
         environment_factory("openenv/finrl")
 
 
+@pytest.mark.slow
 def test_sessions_are_checked_against_the_servers_room_up_front():
     with EmbeddedServer("chess", max_sessions=2) as server:
         with pytest.raises(CapacityError, match="room for 2 more sessions, 1 short of the 3 rollouts"):
@@ -144,6 +146,7 @@ def test_sessions_are_checked_against_the_servers_room_up_front():
         game.close()
 
 
+@pytest.mark.slow
 def test_a_server_that_goes_away_fails_the_rollout_not_the_run(caplog):
     server = EmbeddedServer("chess")
     url = server.start()
@@ -225,6 +228,7 @@ def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment():
         environment.close()
 
 
+@pytest.mark.slow
 def test_rollouts_are_spread_over_a_fleet_and_carry_its_token(monkeypatch):
     monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
     with openenv_lab.serve("echo", replicas=2, token="fleet-token") as fleet:

@@ -34,6 +34,7 @@ def run(coroutine):
     return asyncio.run(coroutine)
 
 
+@pytest.mark.slow
 def test_batched_sessions_play_like_sessions(echo):
     async def play():
         channel = await Channel.open(echo, "/ws/batch", 2)
@@ -97,6 +98,7 @@ def test_a_reply_with_the_wrong_number_of_entries_is_a_protocol_error():
         assert run(attempt())
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_fails_the_waiting_batch():
     async def attempt(url):
         channel = await Channel.open(url, "/ws/batch", 2, timeouts=Timeouts(request=10, close=0.5))
@@ -215,6 +217,7 @@ def test_a_sync_reply_with_the_wrong_number_of_entries_is_a_protocol_error():
         assert channel.closed
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_fails_the_sync_channel():
     server = EmbeddedServer("echo")
     channel = SyncChannel(server.start(), "/ws/batch", 2, timeouts=Timeouts(request=10, close=0.5))

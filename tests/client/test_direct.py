@@ -38,6 +38,7 @@ async def echo(server_ws) -> None:
         await server_ws.send(message)
 
 
+@pytest.mark.slow
 def test_loopback_sessions_use_it_and_compressed_ones_do_not(echo_url):
     with Session(echo_url) as direct, Session(echo_url, compression="deflate") as threaded:
         assert isinstance(direct._ws, DirectConnection)
@@ -50,6 +51,7 @@ def test_loopback_sessions_use_it_and_compressed_ones_do_not(echo_url):
         assert replies[0][2]["echoed_message"] == "ccc"
 
 
+@pytest.mark.slow
 def test_the_servers_pings_are_answered_while_nobody_reads():
     # The server pings every 0.2 s and drops the connection when a pong takes over 1.5 s (the keepalive
     # thread looks every 0.5 s); the client sends no pings of its own and makes no request for 3 s.
@@ -192,6 +194,7 @@ def test_a_large_message_after_the_keepalive_thread_looked_at_the_socket():
             assert connection.recv(timeout=30.0) == big
 
 
+@pytest.mark.slow
 def test_a_send_after_the_keepalive_thread_read_has_the_request_timeout():
     # The server pings (read by the keepalive thread, with its own short timeouts), then stops reading for
     # 2 s; a 32 MB message must wait for it (send_timeout 30 s), not inherit the keepalive's timeouts.

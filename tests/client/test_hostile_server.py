@@ -27,6 +27,7 @@ def hostile():
         yield server
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_each_mutation_alone_is_survived_or_a_documented_error(hostile, scenario):
     for kind in ("pass", "garbage", "nan", "truncate", "huge", "binary", "late", "silence", "close", "cut"):

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import socket
+import time
 
 import pytest
 
@@ -31,58 +32,66 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_episode_against_the_official_framework(official_counter):
-    with Session(official_counter) as session:
-        first = session.reset(episode_id="ep-1")
-        assert first.observation == {"value": 0, "target": 10}
+def test_an_episode_on_an_official_environment(official_grid_world):
+    """The official grid_world_env, unmodified: the agent walks from (0, 0) to the goal at (4, 4)."""
+    with Session(official_grid_world) as session:
+        first = session.reset()
+        assert (first.observation["x"], first.observation["y"]) == (0, 0)
         assert first.reward == 0.0 and first.done is False
-        result = session.step({"delta": 4})
-        assert result.observation["value"] == 4
-        assert result.reward == pytest.approx(-0.01)
-        assert result.metadata == {"step": 1}  # sent nested and at the top level by openenv 0.10
-        result = session.step({"delta": 6})
+        result = session.step({"action": "DOWN"})
+        assert (result.observation["x"], result.observation["y"]) == (1, 0)
+        assert result.reward == pytest.approx(-0.1) and result.done is False
+        for action in ("DOWN", "DOWN", "DOWN", "RIGHT", "RIGHT", "RIGHT", "RIGHT"):
+            result = session.step({"action": action})
+        assert result.observation["message"] == "You found the goal!"
         assert result.done is True and result.reward == 1.0
-        state = session.state()
-        assert state == {"episode_id": "ep-1", "step_count": 2}
+        assert session.state()["step_count"] == 8
         assert session.bytes_sent > 0 and session.bytes_received > 0
 
 
-def test_reset_kwargs_reach_the_environment(official_counter):
-    with Session(official_counter) as session:
+def test_the_framework_sends_metadata_nested_and_at_the_top(framework_counter):
+    with Session(framework_counter) as session:
+        session.reset(episode_id="ep-1")
+        result = session.step({"delta": 4})
+        assert result.metadata == {"step": 1}  # sent nested and at the top level by openenv 0.10
+        assert session.state() == {"episode_id": "ep-1", "step_count": 1}
+
+
+def test_reset_kwargs_reach_the_environment(framework_counter):
+    with Session(framework_counter) as session:
         assert session.reset(start=7).observation["value"] == 7
 
 
-def test_validation_error_keeps_the_session_open(official_counter):
-    with Session(official_counter) as session:
+def test_validation_error_keeps_the_session_open(official_grid_world):
+    with Session(official_grid_world) as session:
         session.reset()
         with pytest.raises(ServerError) as caught:
-            session.step({"delta": "many"})
+            session.step({"action": "SIDEWAYS"})
         assert caught.value.code == "VALIDATION_ERROR"
-        assert "delta" in str(caught.value)
+        assert "action" in str(caught.value)
         assert not session.closed
-        assert session.step({"delta": 1}).observation["value"] == 1
+        assert session.step({"action": "RIGHT"}).observation["y"] == 1
         assert session.state()["step_count"] == 1  # the invalid step did not count
 
 
-def test_capacity_error_names_the_numbers_and_frees_on_close(official_counter):
-    first = Session(official_counter)
-    second = Session(official_counter)
+def test_capacity_error_names_the_numbers_and_frees_on_close(official_echo):
+    """The official echo_env with room for two sessions: the third is refused, then let in."""
+    first = Session(official_echo)
+    second = Session(official_echo)
     try:
         with pytest.raises(CapacityError) as caught:
-            Session(official_counter)
+            Session(official_echo)
         assert caught.value.max_sessions == 2
         assert caught.value.active_sessions == 2
-        assert official_counter.split("//")[1] in str(caught.value)
+        assert official_echo.split("//")[1] in str(caught.value)
     finally:
         first.close()
     # The slot is released once the server has seen the close.
     for _ in range(50):
         try:
-            third = Session(official_counter)
+            third = Session(official_echo)
             break
         except CapacityError:
-            import time
-
             time.sleep(0.05)
     else:
         pytest.fail("closing a session did not free its slot")
@@ -132,17 +141,18 @@ def test_legacy_envelopes_and_odd_rewards():
         assert session.step({}).metadata == {}
 
 
-def test_works_inside_a_running_event_loop(official_counter):
+def test_works_inside_a_running_event_loop(framework_counter):
     """As in a Jupyter kernel, where an asyncio loop is already running on this thread."""
 
     async def inside_the_loop() -> int:
-        with Session(official_counter) as session:
+        with Session(framework_counter) as session:
             session.reset()
             return session.step({"delta": 2}).observation["value"]
 
     assert asyncio.run(inside_the_loop()) == 2
 
 
+@pytest.mark.slow
 def test_server_death_mid_episode_is_session_closed():
     with EmbeddedServer("chess") as server:
         session = Session(server.base_url, timeouts=Timeouts(request=10.0))
@@ -154,12 +164,12 @@ def test_server_death_mid_episode_is_session_closed():
         assert session.closed
 
 
-def test_client_info_calls(official_counter):
-    with Client(official_counter) as client:
+def test_client_info_calls(official_grid_world):
+    with Client(official_grid_world) as client:
         assert client.health() == {"status": "healthy"}
         schema = client.schema()
-        assert set(schema["action"]["properties"]) == {"delta", "metadata"}
-        assert client.metadata()["name"] == "CounterEnvironment"
+        assert set(schema["action"]["properties"]) == {"action", "metadata"}
+        assert client.metadata()["name"] == "GridWorldEnvironment"
         assert client.capacity() is None  # the official server has no /capacity route
         with pytest.raises(ProtocolError, match="404"):
             client.get("/no-such-route")
@@ -189,10 +199,10 @@ def test_refusals_of_the_upgrade_say_what_to_do(status, advice):
         Session(server.url)
 
 
-def test_numpy_values_in_requests_are_plain_json(official_counter):
+def test_numpy_values_in_requests_are_plain_json(framework_counter):
     import numpy as np
 
-    with Session(official_counter) as session:
+    with Session(framework_counter) as session:
         assert session.reset(start=np.int64(3)).observation["value"] == 3
         assert session.step({"delta": np.int32(2)}).observation["value"] == 5
 
@@ -209,6 +219,7 @@ def test_waiting_for_health_keeps_to_its_own_deadline():
         client.close()
 
 
+@pytest.mark.slow
 def test_an_interrupted_request_closes_the_session(hanging_counter):
     # Ctrl+C while a step runs: its reply, read later, would pass for the reply to the next request.
     session = Session(hanging_counter)

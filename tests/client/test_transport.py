@@ -54,6 +54,7 @@ def wait_until_no_sessions(url: str) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["direct", "loop"])
 def test_replies_come_back_for_the_sessions_that_were_sent(echo, kind, monkeypatch):
     monkeypatch.setattr(pool_module, "DIRECT_ON_LOOPBACK", kind == "direct")
@@ -114,9 +115,9 @@ def test_a_channel_sends_one_message_per_batch_beside_plain_sessions(echo):
     wait_until_no_sessions(echo)
 
 
-def test_a_closed_session_on_the_loop_is_its_own_reply(official_counter):
+def test_a_closed_session_on_the_loop_is_its_own_reply(framework_counter):
     async def seats():
-        return [await AsyncSession.open(official_counter) for _ in range(2)]
+        return [await AsyncSession.open(framework_counter) for _ in range(2)]
 
     transport = loop_transport(seats)
     transport.send({0: ("reset", {}), 1: ("reset", {})})
@@ -190,6 +191,7 @@ def test_an_interrupt_while_replies_are_on_their_way_closes_the_transport(kind, 
         assert transport.closed and all(seat.closed for seat in transport.seats)
 
 
+@pytest.mark.slow
 def test_the_pool_spreads_sessions_round_robin_and_names_full_servers():
     with EmbeddedServer("echo", max_sessions=2) as a, EmbeddedServer("echo", max_sessions=3) as b:
         transport = open_pool([a.base_url, b.base_url], 5)

@@ -24,6 +24,7 @@ def pong():
     env.close()
 
 
+@pytest.mark.slow
 def test_spaces_and_info(pong):
     assert pong.observation_space == gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
     assert pong.action_space == gym.spaces.Discrete(6)
@@ -107,6 +108,7 @@ def test_other_observation_types(obs_type, shape):
     reference.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", ["delta", "zlib", "raw"])
 def test_every_screen_encoding_decodes_to_the_same_screens(encoding):
     plain = gym.make("openenv/atari", game="pong", screen_encoding="json", max_num_frames_per_episode=120)

@@ -58,6 +58,7 @@ def ours(game: str, sticky: float, settings: dict, stack: int | None, **options)
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_servers_preprocessing_matches_gymnasiums_wrappers(case):
     game, ale_id, sticky, settings, stack = CASES[case]
@@ -84,6 +85,7 @@ def test_the_servers_preprocessing_matches_gymnasiums_wrappers(case):
     b.close()
 
 
+@pytest.mark.slow
 def test_a_vector_env_preprocesses_on_the_server_too():
     game, ale_id, sticky, settings, stack = CASES["breakout, a life is an episode"]
     envs = gym.make_vec(

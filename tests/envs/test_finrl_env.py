@@ -21,6 +21,7 @@ def finrl():
     env.close()
 
 
+@pytest.mark.slow
 def test_spaces_and_layout(finrl):
     layout = finrl.unwrapped.layout
     assert finrl.observation_space.shape == (1 + 2 * 5 + 8 * 5,)
@@ -81,6 +82,7 @@ def test_ansi_render(finrl):
     env.close()
 
 
+@pytest.mark.slow
 def test_own_data_file_through_the_embedded_server(tmp_path):
     path = tmp_path / "market.csv"
     synthetic_prices(["AAA", "BBB"], days=200, seed=4).write_csv(path)
@@ -93,6 +95,7 @@ def test_own_data_file_through_the_embedded_server(tmp_path):
     env.close()
 
 
+@pytest.mark.slow
 def test_a_bad_data_file_fails_at_make_naming_the_problem(tmp_path):
     path = tmp_path / "market.csv"
     synthetic_prices(["AAA", "BBB"], days=200, seed=4).drop("volume").write_csv(path)
@@ -132,6 +135,7 @@ def test_the_polars_table_is_available_for_analysis():
     assert isinstance(market.table, pl.DataFrame) and "rsi_30" in market.table.columns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_a_non_finite_price_fails_at_make_not_at_a_later_step(tmp_path, bad):
     prices = synthetic_prices(["AAA", "BBB"], days=200, seed=4).sort("date", "tic")
@@ -158,6 +162,7 @@ def test_a_non_finite_state_from_a_server_is_a_protocol_error():
         adapter.decode(StepResult(sent, 0.0, False), {"actions": [0.0]})
 
 
+@pytest.mark.slow
 def test_indicators_as_a_comma_separated_string():
     env = gym.make("openenv/finrl", indicators=" macd, ,rsi_30 ")
     assert env.observation_space.shape == (1 + 2 * 5 + 2 * 5,)
@@ -166,6 +171,7 @@ def test_indicators_as_a_comma_separated_string():
     env.close()
 
 
+@pytest.mark.slow
 def test_bad_indicators_are_named_at_make():
     with pytest.raises(ValueError, match="lists macd more than once"):
         gym.make("openenv/finrl", indicators="macd,rsi_30,macd")  # refused before a server starts

@@ -51,6 +51,7 @@ def test_registering_twice_is_harmless():
     assert gym.spec("openenv/chess").kwargs == {"adapter": "chess"}
 
 
+@pytest.mark.slow
 def test_module_prefixed_id_works_without_importing_the_package():
     code = textwrap.dedent(
         """

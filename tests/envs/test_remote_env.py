@@ -19,14 +19,15 @@ from tests.conftest import HANG
 
 
 @pytest.fixture
-def kitchen(official_kitchen):
+def kitchen(framework_kitchen):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the test server does not confirm seeds
-        env = gym.make("openenv/remote", base_url=official_kitchen)
+        env = gym.make("openenv/remote", base_url=framework_kitchen)
     yield env
     env.close()
 
 
+@pytest.mark.slow
 def test_observation_space_is_inferred_field_by_field(kitchen):
     space = kitchen.observation_space
     assert isinstance(space, spaces.Dict)
@@ -72,10 +73,10 @@ def test_an_episode_decodes_into_the_spaces(kitchen):
     assert obs["mode"] == 1  # index of "moving"
 
 
-def test_counter_gets_a_scalar_action(official_counter):
+def test_counter_gets_a_scalar_action(framework_counter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        env = gym.make("openenv/remote", base_url=official_counter)
+        env = gym.make("openenv/remote", base_url=framework_counter)
         assert env.action_space == spaces.Box(-1_000_000, 1_000_000, (), np.int64)
         env.reset(seed=0)
         obs, reward, terminated, _, info = env.step(np.array(10))
@@ -84,19 +85,19 @@ def test_counter_gets_a_scalar_action(official_counter):
     env.close()
 
 
-def test_check_env_passes_on_a_generic_server(official_kitchen):
+def test_check_env_passes_on_a_generic_server(framework_kitchen):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        env = gym.make("openenv/remote", base_url=official_kitchen, disable_env_checker=True)
+        env = gym.make("openenv/remote", base_url=framework_kitchen, disable_env_checker=True)
     env.unwrapped.spec.nondeterministic = True  # this server ignores seeds
     check_env(env.unwrapped, skip_render_check=True)
     env.close()
 
 
-def test_ansi_render_shows_the_raw_observation(official_counter):
+def test_ansi_render_shows_the_raw_observation(framework_counter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        env = gym.make("openenv/remote", base_url=official_counter, render_mode="ansi")
+        env = gym.make("openenv/remote", base_url=framework_counter, render_mode="ansi")
         env.reset(seed=0)
     assert json.loads(env.render()) == {"target": 10, "value": 0}
     env.close()
@@ -107,12 +108,12 @@ def test_remote_needs_a_url():
         gym.make("openenv/remote")
 
 
-def test_seed_warning_names_the_server_once(official_counter):
+def test_seed_warning_names_the_server_once(framework_counter):
     from openenv_lab.envs import _episode as env_module
 
-    env_module._SEED_UNCONFIRMED.discard(official_counter)
-    env = gym.make("openenv/remote", base_url=official_counter)
-    with pytest.warns(UserWarning, match=official_counter):
+    env_module._SEED_UNCONFIRMED.discard(framework_counter)
+    env = gym.make("openenv/remote", base_url=framework_counter)
+    with pytest.warns(UserWarning, match=framework_counter):
         env.reset(seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -120,10 +121,10 @@ def test_seed_warning_names_the_server_once(official_counter):
     env.close()
 
 
-def test_a_refused_action_says_what_is_wrong_with_it(official_counter):
+def test_a_refused_action_says_what_is_wrong_with_it(framework_counter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        env = gym.make("openenv/remote", base_url=official_counter)
+        env = gym.make("openenv/remote", base_url=framework_counter)
         env.reset(seed=0)
     with pytest.raises(ValueError, match=r"its shape is \(3,\), the space's \(\)"):
         env.step(np.zeros(3, dtype=np.int64))

@@ -35,6 +35,7 @@ def _kill(server: EmbeddedServer) -> None:
     assert wait_for(lambda: not server.running)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step"])
 def test_killing_one_replica_truncates_its_sub_environments_and_the_run_goes_on(
     fleet, caplog, autoreset_mode
@@ -76,6 +77,7 @@ def test_killing_one_replica_truncates_its_sub_environments_and_the_run_goes_on(
     assert wait_for(lambda: fleet.capacity()[1]["active_sessions"] == 0)
 
 
+@pytest.mark.slow
 def test_by_default_a_dead_server_is_an_error_that_names_it(fleet):
     envs = gym.make_vec("openenv/chess", num_envs=4, base_urls=fleet.urls)
     rng = np.random.default_rng(0)
@@ -88,6 +90,7 @@ def test_by_default_a_dead_server_is_an_error_that_names_it(fleet):
         envs.step(legal(obs, rng))
 
 
+@pytest.mark.slow
 def test_with_no_server_left_restart_gives_up_after_reconnect_within():
     with EmbeddedServer("chess") as server:
         envs = gym.make_vec(
@@ -106,6 +109,7 @@ def test_on_failure_is_checked():
         gym.make_vec("openenv/echo", num_envs=1, on_failure="retry")
 
 
+@pytest.mark.slow
 def test_a_replica_restarted_on_its_port_takes_its_sub_environments_back():
     with Fleet("echo", replicas=1, restart=True) as alone:
         envs = gym.make_vec("openenv/echo", num_envs=2, base_urls=alone.urls, on_failure="restart")

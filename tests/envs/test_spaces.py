@@ -128,6 +128,7 @@ def test_a_vector_env_on_a_space_sends_the_token_too(space):
     assert all(auth == f"Bearer {TOKEN}" for _, _, auth in space.seen)
 
 
+@pytest.mark.slow
 def test_a_sleeping_space_is_waited_for(space):
     space.asleep_for = 3
     with gym.make("openenv/remote", space="someone/echo_env", token=TOKEN) as env:

@@ -112,13 +112,13 @@ def test_spread_deals_round_robin_and_repeats_a_short_list():
     assert [[r["id"] for r in share] for share in spread(rows[:2], 3)] == [["0"], ["1"], ["0"]]
 
 
-def test_a_server_without_tasks_says_so(official_counter):
-    with gym.make("openenv/remote", base_url=official_counter) as env:
+def test_a_server_without_tasks_says_so(official_grid_world):
+    with gym.make("openenv/remote", base_url=official_grid_world) as env:
         assert env.unwrapped.tasks.height == 0
         with pytest.raises(ValueError, match="offers no tasks"):
             env.reset(options={"task_id": "anything"})
     with pytest.raises(ValueError, match=r"not a split of this server.*no task routes"):
-        gym.make("openenv/remote", base_url=official_counter, tasks="train")
+        gym.make("openenv/remote", base_url=official_grid_world, tasks="train")
 
 
 class _Rows(TaskCatalog):

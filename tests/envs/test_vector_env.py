@@ -95,7 +95,7 @@ def test_same_results_as_sync_vector_env_on_the_same_seeds(
     reference.close()
 
 
-def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official_counter, channels):
+def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, framework_counter, channels):
     envs = gym.make_vec("openenv/chess", num_envs=3, base_url=chess_url)
     connections = {id(session.channel) for session in envs._transport.seats}
     assert len(connections) == 1 and all(type(s) is channels for s in envs._transport.seats)
@@ -107,7 +107,7 @@ def test_sessions_on_one_of_our_servers_share_one_connection(chess_url, official
     plain.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the counter does not confirm seeds
-        official = gym.make_vec("openenv/remote", num_envs=2, base_url=official_counter)  # no /ws/batch
+        official = gym.make_vec("openenv/remote", num_envs=2, base_url=framework_counter)  # no /ws/batch
     assert all(isinstance(s, AsyncSession) for s in official._transport.seats)
     official.close()
 
@@ -201,6 +201,7 @@ def test_atari_and_finrl_vectorise_too():
     finrl.close()
 
 
+@pytest.mark.slow
 def test_sessions_spread_round_robin_over_servers():
     with EmbeddedServer("chess", max_sessions=2) as a, EmbeddedServer("chess", max_sessions=3) as b:
         envs = gym.make_vec("openenv/chess", num_envs=5, base_urls=[a.base_url, b.base_url])
@@ -211,6 +212,7 @@ def test_sessions_spread_round_robin_over_servers():
         assert openenv_lab.Client(a.base_url).capacity()["active_sessions"] == 0
 
 
+@pytest.mark.slow
 def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypatch):
     # Another client takes 3 of server a's 4 slots right after make_vec read a's capacity: the channel
     # of 2 sessions that a was given is refused, and the capacities are read again. (Nothing to collect:
@@ -243,6 +245,7 @@ def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypa
         assert openenv_lab.Client(b.base_url).capacity()["active_sessions"] == 0
 
 
+@pytest.mark.slow
 def test_slots_taken_at_every_reading_is_a_capacity_error_that_says_so(monkeypatch):
     monkeypatch.setattr("openenv_lab.envs._episode.gc.collect", lambda: 0)
     with EmbeddedServer("echo", max_sessions=2) as server:
@@ -257,6 +260,7 @@ def test_slots_taken_at_every_reading_is_a_capacity_error_that_says_so(monkeypat
         assert openenv_lab.Client(server.base_url).capacity()["active_sessions"] == 0
 
 
+@pytest.mark.slow
 def test_not_enough_room_says_how_many_are_missing():
     with (
         EmbeddedServer("chess", max_sessions=2) as server,
@@ -265,15 +269,17 @@ def test_not_enough_room_says_how_many_are_missing():
         gym.make_vec("openenv/chess", num_envs=5, base_url=server.base_url)
 
 
-def test_servers_without_a_capacity_route_are_filled_until_they_refuse(official_counter):
+@pytest.mark.slow
+def test_servers_without_a_capacity_route_are_filled_until_they_refuse(framework_counter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        envs = gym.make_vec("openenv/remote", num_envs=2, base_url=official_counter)  # it allows 2
+        envs = gym.make_vec("openenv/remote", num_envs=2, base_url=framework_counter)  # it allows 2
         with pytest.raises(CapacityError, match="short"):
-            gym.make_vec("openenv/remote", num_envs=1, base_url=official_counter)
+            gym.make_vec("openenv/remote", num_envs=1, base_url=framework_counter)
         envs.close()
 
 
+@pytest.mark.slow
 def test_a_server_that_is_down_is_named(chess_url):
     with EmbeddedServer("chess") as server:
         down = server.base_url
@@ -283,6 +289,7 @@ def test_a_server_that_is_down_is_named(chess_url):
     assert str(raised.value).startswith(f"Server {down}: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_envs", [2, 8])  # 8: the step goes out in two halves
 def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(
     chess_url, num_envs, channels
@@ -355,6 +362,7 @@ def slow_chess():
         yield server.base_url
 
 
+@pytest.mark.slow
 def test_a_slow_step_on_a_sync_channel_times_out_naming_the_sub_environment(slow_chess):
     envs = gym.make_vec("openenv/chess", num_envs=2, base_url=slow_chess, agent_color="white")
     assert all(isinstance(s, SyncBatchedSession) for s in envs._transport.seats)
@@ -394,6 +402,7 @@ def test_an_interrupted_step_on_a_sync_channel_closes_every_session(slow_chess):
     wait_until_no_sessions(slow_chess)
 
 
+@pytest.mark.slow
 def test_vector_envs_dropped_without_close_free_their_sessions(channels):
     """Running a notebook cell again rebinds ``envs``: the dropped env's sessions go back to the server."""
     with EmbeddedServer("echo", max_sessions=8) as server:
@@ -412,6 +421,7 @@ def test_vector_envs_dropped_without_close_free_their_sessions(channels):
         wait_until_no_sessions(server.base_url)
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_recv_decodes_closes_the_env(monkeypatch):
     with EmbeddedServer("echo", max_sessions=4) as server:
         envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
@@ -432,6 +442,7 @@ def test_an_interrupt_while_recv_decodes_closes_the_env(monkeypatch):
         wait_until_no_sessions(server.base_url)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interrupted", [1, 2])
 def test_ctrl_c_while_make_vec_opens_a_channel_leaves_no_session(monkeypatch, interrupted):
     """Ctrl+C during the handshake of the first channel, or of the second once the first is open (raised
@@ -456,6 +467,7 @@ def test_ctrl_c_while_make_vec_opens_a_channel_leaves_no_session(monkeypatch, in
     assert not [t for t in threading.enumerate() if t.name == "openenv-lab-keepalive"]
 
 
+@pytest.mark.slow
 def test_a_collection_on_a_keepalive_thread_still_frees_the_sessions(monkeypatch):
     """A garbage collection may run the finalizer of a dropped env on a thread holding a connection's lock."""
     real = DirectConnection._idle_duties
@@ -481,6 +493,7 @@ def test_a_collection_on_a_keepalive_thread_still_frees_the_sessions(monkeypatch
             gc.enable()
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_closing_still_closes_every_channel(monkeypatch):
     real = SyncChannel.close
     fired = []
@@ -627,6 +640,7 @@ def _take(batch, order):
     return batch[order]
 
 
+@pytest.mark.slow
 def test_recv_returns_whichever_finished_first(channels):
     with (
         EmbeddedServer("chess") as fast,
@@ -659,6 +673,7 @@ def test_recv_returns_whichever_finished_first(channels):
         envs.close()
 
 
+@pytest.mark.slow
 def test_a_server_dying_during_send_recv_names_the_sub_environment(chess_url):
     with EmbeddedServer("chess") as dying:
         envs = gym.make_vec("openenv/chess", num_envs=2, base_urls=[chess_url, dying.base_url])

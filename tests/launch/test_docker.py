@@ -1,9 +1,10 @@
 """Docker: our image built without a registry, full games through launcher="docker", isolation, cleanup.
 
 Everything here runs against a real Docker engine (`.ci/run` installs and starts one, and makes the base
-image with scripts/offline-base-image.sh). Where no engine can run, the tests that need one are skipped
-with the reason; the "Docker is not running" error is tested everywhere, against a socket that is not
-there.
+image with scripts/offline-base-image.sh). Where no engine can run (a laptop without Docker), the tests
+that need one are skipped with the reason; where one can, `.ci/run` sets ``OPENENV_LAB_REQUIRE_DOCKER=1``
+and a missing engine or base image fails them instead. The "Docker is not running" error is tested
+everywhere, against a socket that is not there.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from openenv_lab.launch.docker import LABEL, NOT_RUNNING, _docker, default_image
 from tests.helpers import read_line, wait_for
 
 BASE_IMAGE = os.environ.get("OPENENV_LAB_DOCKER_BASE_IMAGE")
+#: Set by .ci/run where an engine can run: then its absence is a failure, not a reason to skip.
+REQUIRED = os.environ.get("OPENENV_LAB_REQUIRE_DOCKER") == "1"
 NO_ENGINE = "unix:///nonexistent/docker.sock"
 
 # Building the first image (in the first test's fixture) takes minutes. With the overlay2 storage driver a
@@ -36,12 +39,18 @@ NO_ENGINE = "unix:///nonexistent/docker.sock"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 
+def skip_unless_required(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"{reason} (OPENENV_LAB_REQUIRE_DOCKER=1: this machine can run Docker, so it must)")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def engine():
     try:
         return _docker()
     except LaunchError as exc:
-        pytest.skip(
+        skip_unless_required(
             f"NO DOCKER ENGINE, Docker tests skipped: {exc} .ci/run installs docker.io and starts dockerd; "
             "locally: apt-get install docker.io && dockerd --storage-driver=overlay2 &"
         )
@@ -56,7 +65,7 @@ def chess_image(engine):
     """
     tag = default_image("chess")
     if BASE_IMAGE is None:
-        pytest.skip(
+        skip_unless_required(
             "NO BASE IMAGE, Docker tests skipped: set OPENENV_LAB_DOCKER_BASE_IMAGE to an image with Python "
             f"{sys.version_info.major}.{sys.version_info.minor} (scripts/offline-base-image.sh makes one)"
         )

@@ -16,16 +16,7 @@ import pytest
 import openenv_lab
 from openenv_lab.client import CapacityError, Client, LaunchError, Session
 from openenv_lab.launch import EmbeddedServer, RemoteServer
-from tests.helpers import read_line, wait_for
-
-
-def alive(pid: int) -> bool:
-    """Whether a process exists and is not a zombie (orphans may wait a while to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+from tests.helpers import alive, read_line, wait_for
 
 
 def test_envs_of_a_process_share_one_embedded_server(chess_url):
@@ -38,6 +29,7 @@ def test_envs_of_a_process_share_one_embedded_server(chess_url):
         assert client.health()["status"] == "healthy"  # closing envs does not stop the shared server
 
 
+@pytest.mark.slow
 def test_a_stopped_server_is_gone_and_its_port_refuses():
     server = EmbeddedServer("chess", opponent="greedy")
     url = server.start()
@@ -50,6 +42,7 @@ def test_a_stopped_server_is_gone_and_its_port_refuses():
         Session(url)
 
 
+@pytest.mark.slow
 def test_a_dropped_server_stops_when_it_is_collected():
     # A notebook cell run twice rebinds `server = EmbeddedServer(...)`: the first server must not linger.
     server = EmbeddedServer("echo")
@@ -74,12 +67,14 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_the_server_stops_when_the_python_process_exits():
     out = subprocess.run([sys.executable, "-c", SCRIPT, "exit"], capture_output=True, text=True, timeout=120)
     pid = int(out.stdout.strip())
     assert wait_for(lambda: not alive(pid), timeout=15)
 
 
+@pytest.mark.slow
 def test_the_server_stops_when_the_python_process_is_killed():
     """No exit handlers run on SIGKILL: the server notices its stdin closing and exits by itself."""
     process = subprocess.Popen([sys.executable, "-c", SCRIPT, "hang"], stdout=subprocess.PIPE, text=True)
@@ -90,12 +85,14 @@ def test_the_server_stops_when_the_python_process_is_killed():
     assert wait_for(lambda: not alive(pid), timeout=15)
 
 
+@pytest.mark.slow
 def test_a_server_that_fails_to_start_reports_its_output():
     with pytest.raises(LaunchError, match="opponent_depth must be a positive integer") as caught:
         EmbeddedServer("chess", opponent_depth=0, startup_timeout=60).start()
     assert "exited with status" in str(caught.value)
 
 
+@pytest.mark.slow
 def test_a_refused_option_is_reported_in_one_line():
     with pytest.raises(
         LaunchError, match=r"It said: .*argument --opponent: invalid choice: 'bogus'"
@@ -113,6 +110,7 @@ def test_unknown_server_and_options_are_value_errors():
         EmbeddedServer("chess", colour="white")
 
 
+@pytest.mark.slow
 def test_capacity_of_an_embedded_server():
     with EmbeddedServer("chess", max_sessions=1) as server:
         capacity = Client(server.base_url).capacity()
@@ -132,6 +130,7 @@ def test_remote_server_is_only_a_url():
     remote.stop()
 
 
+@pytest.mark.slow
 def test_an_interrupted_start_leaves_nothing_running(monkeypatch):
     """Ctrl+C while the server starts (a real SIGINT in the main thread) must stop the child."""
     server = EmbeddedServer("chess")
@@ -171,12 +170,14 @@ RESTART_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_reset_after_the_embedded_server_died_starts_a_new_one():
     out = subprocess.run([sys.executable, "-c", RESTART_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["lost", "20"]
 
 
+@pytest.mark.slow
 def test_a_server_process_skips_jsonschemas_slow_optional_import():
     # rfc3987_syntax compiles lark grammars at import (seconds); a server builds its app without it, and
     # the module stays importable afterwards.

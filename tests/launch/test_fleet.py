@@ -16,10 +16,10 @@ import pytest
 import openenv_lab
 from openenv_lab.client import Client, LaunchError, Session
 from openenv_lab.launch import Fleet
-from tests.helpers import read_line, wait_for
-from tests.launch.test_embedded import alive
+from tests.helpers import alive, read_line, wait_for
 
 
+@pytest.mark.slow
 def test_a_fleet_serves_a_vector_env_and_stops_with_one_call():
     fleet = openenv_lab.serve("chess", replicas=3, opponent="greedy")
     try:
@@ -46,6 +46,7 @@ def test_a_fleet_serves_a_vector_env_and_stops_with_one_call():
     fleet.stop()  # twice is fine
 
 
+@pytest.mark.slow
 def test_a_crashed_server_is_reported_and_restarted_on_the_same_url():
     with Fleet("echo", replicas=2, restart=True, watch_interval=0.1) as fleet:
         urls = list(fleet.urls)
@@ -65,6 +66,7 @@ def test_a_crashed_server_is_reported_and_restarted_on_the_same_url():
         session.close()
 
 
+@pytest.mark.slow
 def test_without_restart_a_crash_is_reported_and_the_server_stays_down():
     with Fleet("echo", replicas=2, watch_interval=0.1) as fleet:
         fleet.servers[0]._process.kill()
@@ -74,6 +76,7 @@ def test_without_restart_a_crash_is_reported_and_the_server_stays_down():
         assert fleet.capacity()[0] is None and fleet.capacity()[1] is not None
 
 
+@pytest.mark.slow
 def test_a_fleet_that_cannot_start_stops_what_it_started():
     fleet = Fleet("chess", replicas=2, opponent_depth=0, startup_timeout=60)
     with pytest.raises(LaunchError, match=r"(?s)2 of 2 chess servers failed to start.*opponent_depth"):
@@ -99,6 +102,7 @@ KILLED_PARENT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_fleet_servers_die_with_a_killed_parent():
     """A kernel that dies runs no exit handlers: each server notices its parent is gone and exits."""
     parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], stdout=subprocess.PIPE, text=True)
@@ -111,6 +115,7 @@ def test_fleet_servers_die_with_a_killed_parent():
     assert wait_for(lambda: not any(alive(pid) for pid in pids), timeout=15)
 
 
+@pytest.mark.slow
 def test_cli_serves_replicas_until_interrupted():
     process = subprocess.Popen(
         [sys.executable, "-m", "openenv_lab", "serve", "echo", "--port", "0", "--replicas", "2"],
@@ -140,6 +145,7 @@ def test_cli_serves_replicas_until_interrupted():
             Session(url)
 
 
+@pytest.mark.slow
 def test_when_one_replica_fails_to_start_the_others_are_stopped():
     import psutil
 
@@ -158,6 +164,7 @@ def test_when_one_replica_fails_to_start_the_others_are_stopped():
     assert wait_for(lambda: our_servers() <= before)
 
 
+@pytest.mark.slow
 def test_a_fleet_given_a_token_requires_it_even_on_loopback_and_its_own_requests_carry_it(monkeypatch):
     import httpx
 

@@ -31,6 +31,7 @@ class InterruptAt(gym.Wrapper):
         return self.env.step(action)
 
 
+@pytest.mark.slow
 def test_close_saves_the_episode_in_progress_marked_cut_short(tmp_path):
     path = tmp_path / "run.parquet"
     env = openenv_lab.RecordTrajectory(gym.make("openenv/echo", max_steps=2), path=path)
@@ -70,6 +71,7 @@ def test_a_vector_recording_saves_on_close(tmp_path):
     assert table.height == 4 and table["cut_short"].all()
 
 
+@pytest.mark.slow
 def test_interpreter_exit_saves_without_close(tmp_path):
     path = tmp_path / "run.parquet"
     script = textwrap.dedent(

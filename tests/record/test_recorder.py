@@ -8,6 +8,7 @@ import os
 import re
 import stat
 
+import chess
 import gymnasium as gym
 import numpy as np
 import polars as pl
@@ -31,24 +32,70 @@ def play_chess(env, seed: int, steps: int = 100) -> None:
             return
 
 
-def test_chess_rows(chess_url):
-    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", agent_color="white", max_moves=8))
-    play_chess(env, seed=0)
-    play_chess(env, seed=1)
+def test_chess_rows_are_the_servers_replies(chess_url):
+    """Every row against the server's own replies to the same moves on the same seeds, read on a raw
+    session: the recorder must not compute what it records from what it recorded."""
+    env = openenv_lab.RecordTrajectory(
+        gym.make("openenv/chess", base_url=chess_url, agent_color="white", max_moves=8)
+    )
+    played = {}
+    for seed in (0, 1):
+        obs, _ = env.reset(seed=seed)
+        played[seed] = []
+        done = False
+        while not done:
+            action = first_legal(obs)
+            played[seed].append(env.unwrapped.adapter.action_to_move(action))
+            obs, _, terminated, truncated, _ = env.step(action)
+            done = terminated or truncated
     table = env.trajectory.table
     env.close()
-    assert table["episode"].to_list() == [0] * 5 + [1] * 5
-    assert table["step"].to_list() == [0, 1, 2, 3, 4] * 2
-    first = table.row(0, named=True)
-    assert first["action"] is None and first["action_label"] is None and first["seed"] == 0
-    assert first["fen"].startswith("rnbqkbnr/pppppppp")
-    second = table.row(1, named=True)
-    assert second["action_label"] == f"{second['move']} ({second['action_label'].split('(')[1][:-1]})"
-    assert second["opponent_move"] is not None and second["latency_ms"] > 0
-    assert table.filter(pl.col("step") == 4)["truncated"].to_list() == [True, True]
-    assert table.filter(pl.col("step") == 4)["end_reason"].to_list() == ["move_limit"] * 2
-    returns = table.group_by("episode").agg(pl.col("reward").sum(), pl.col("return").last())
-    assert (returns["reward"] == returns["return"]).all()
+
+    expected = []
+    for episode, seed in enumerate((0, 1)):
+        with openenv_lab.Session(chess_url) as session:
+            reply = session.reset(seed=seed, agent_color="white", max_moves=8)
+            expected.append(
+                {
+                    "episode": episode,
+                    "step": 0,
+                    "seed": seed,
+                    "move": None,
+                    "action_label": None,
+                    "fen": reply.observation["fen"],
+                    "reward": 0.0,
+                    "return": 0.0,
+                    "opponent_move": None,
+                    "terminated": False,
+                    "truncated": False,
+                    "end_reason": None,
+                }
+            )
+            total = 0.0
+            for step, move in enumerate(played[seed], start=1):
+                before = chess.Board(reply.observation["fen"])
+                reply = session.step({"move": move})
+                total += reply.reward
+                end_reason = reply.metadata.get("end_reason")
+                expected.append(
+                    {
+                        "episode": episode,
+                        "step": step,
+                        "seed": None,
+                        "move": move,
+                        "action_label": f"{move} ({before.san(chess.Move.from_uci(move))})",
+                        "fen": reply.observation["fen"],
+                        "reward": reply.reward,
+                        "return": total,
+                        "opponent_move": reply.metadata.get("opponent_move"),
+                        "terminated": reply.done and end_reason != "move_limit",
+                        "truncated": end_reason == "move_limit",
+                        "end_reason": end_reason,
+                    }
+                )
+    assert table.select(list(expected[0])).to_dicts() == expected
+    assert [row["end_reason"] for row in expected if row["step"] == 4] == ["move_limit"] * 2  # 8 plies
+    assert (table["latency_ms"] > 0).all()
 
 
 def test_atari_screens_are_png_bytes_of_the_observation():

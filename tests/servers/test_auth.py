@@ -43,6 +43,7 @@ def test_the_variable_names_agree_and_loopback_is_told_apart():
     assert needs_token("0.0.0.0") and needs_token("192.168.1.4") and needs_token("example.org")
 
 
+@pytest.mark.slow
 def test_without_the_token_every_request_is_refused(exposed):
     url, token = exposed
     for path in ("/health", "/schema", "/metadata", "/capacity"):
@@ -73,6 +74,7 @@ def test_the_token_plays_given_or_from_the_environment(exposed, monkeypatch):
         env.reset()
 
 
+@pytest.mark.slow
 def test_a_loopback_server_needs_a_token_only_when_given_one():
     process, banner = serve("--token", "sesame")
     try:
@@ -86,6 +88,7 @@ def test_a_loopback_server_needs_a_token_only_when_given_one():
         process.wait(10)
 
 
+@pytest.mark.slow
 def test_no_token_serves_anyone_and_says_so():
     process, banner = serve("--host", "0.0.0.0", "--no-token")
     try:

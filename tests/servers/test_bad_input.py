@@ -64,6 +64,7 @@ def assert_refused_cleanly(response: httpx.Response) -> None:
         assert TRACEBACK not in response.text  # the word alone may be an echo of the request's keys
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("path", "body"), REPRODUCTIONS, ids=[f"{p} {b[:30]!r}" for p, b in REPRODUCTIONS])
 def test_the_reported_bad_requests_get_a_4xx_with_json(servers, path, body):
     response = post(servers["chess"], path, body)

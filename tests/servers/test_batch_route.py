@@ -41,6 +41,7 @@ def wait_for_active(url: str, expected: int) -> None:
     assert active(url) == expected
 
 
+@pytest.mark.slow
 def test_capacity_names_the_route_and_counts_the_sessions(echo):
     with Client(echo) as client:
         assert client.capacity() == {

@@ -127,6 +127,6 @@ def test_task_routes_over_http(chess_url):
             session.close()
 
 
-def test_a_server_without_tasks_has_no_splits(official_counter):
-    with Client(official_counter) as client:
+def test_a_server_without_tasks_has_no_splits(official_grid_world):
+    with Client(official_grid_world) as client:
         assert client.splits() == []

@@ -104,6 +104,7 @@ def atari_url():
         yield server.base_url
 
 
+@pytest.mark.slow
 def test_official_generic_client_plays_atari_with_json_frames(atari_url):
     import_openenv_server()
     from openenv.core import GenericEnvClient
@@ -144,6 +145,7 @@ def finrl_url():
         yield server.base_url
 
 
+@pytest.mark.slow
 def test_official_generic_client_trades_on_our_finrl_server(finrl_url):
     import_openenv_server()
     from openenv.core import GenericEnvClient

@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 
 from openenv_lab.client import Client, ServerError, Session, SessionClosed, Timeouts
 from openenv_lab.servers import BUNDLED_SERVERS
-from tests.helpers import read_line, serve_cli, wait_for
+from tests.helpers import read_line, serve_cli, stopped, wait_for
 
 
 def test_each_family_reads_messages_of_its_size_and_no_larger_than_a_few_mib():
@@ -29,6 +29,7 @@ def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
     return process, banner[0].split(" listening on ")[1].split()[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [None, 4096])
 def test_a_message_over_the_limit_closes_that_connection_only(limit):
     args = [] if limit is None else ["--max-message-bytes", str(limit)]
@@ -70,6 +71,7 @@ def _open_when_allowed(url: str, within: float = 10.0) -> Session:
             time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_sessions_per_client_address_are_limited_and_the_refusal_says_which_limit():
     process, url = _serve("--max-sessions-per-client", "2")
     try:
@@ -92,6 +94,7 @@ def test_sessions_per_client_address_are_limited_and_the_refusal_says_which_limi
         process.wait(10)
 
 
+@pytest.mark.slow
 def test_a_batch_connection_holds_at_most_max_batch_sessions_and_vector_envs_split_over_several():
     process, url = _serve("--max-batch", "4")
     try:
@@ -113,6 +116,7 @@ def test_a_batch_connection_holds_at_most_max_batch_sessions_and_vector_envs_spl
         process.wait(10)
 
 
+@pytest.mark.slow
 def test_an_idle_session_is_closed_and_its_slot_freed_while_a_busy_one_is_not():
     process, url = _serve("--idle-timeout", "1")
     try:
@@ -143,12 +147,13 @@ os.kill(os.getpid(), signal.SIGSTOP)
 """
 
 
+@pytest.mark.slow
 def test_a_client_that_vanishes_without_closing_frees_its_slot_within_two_ping_intervals():
     process, url = _serve("--ping-interval", "1")
     client = subprocess.Popen([sys.executable, "-c", _FREEZES, url], stdout=subprocess.PIPE, text=True)
     try:
         assert read_line(client, 60) == "open\n"
-        assert wait_for(lambda: client_stopped(client.pid), 10)
+        assert wait_for(lambda: stopped(client.pid), 10)
         assert _active(url) == 1  # frozen, its connection still open, it answers no ping
         started = time.monotonic()
         assert wait_for(lambda: _active(url) == 0, 10)
@@ -168,11 +173,7 @@ def test_a_client_that_vanishes_without_closing_frees_its_slot_within_two_ping_i
         process.wait(10)
 
 
-def client_stopped(pid: int) -> bool:
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
-
-
+@pytest.mark.slow
 def test_fifty_idle_tcp_connections_do_not_stop_a_normal_client():
     process, url = _serve()
     host, port = url.removeprefix("http://").split(":")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import html
+import re
+
+import chess
 import gymnasium as gym
 import numpy as np
 import polars as pl
@@ -36,23 +40,74 @@ def test_show_accepts_a_trajectory_a_path_a_wrapper_and_a_frame(chess_trajectory
         show(42)
 
 
-def test_slider_play_buttons_and_panes(chess_trajectory):
+def _shown(svg: str) -> dict[tuple[int, int], str]:
+    """The pieces an SVG board shows: (x, y) of each piece's drawing -> its name (``white-pawn``)."""
+    uses = re.findall(r'<use href="#([a-z]+-[a-z]+)"[^>]*transform="translate\((\d+), (\d+)\)"', svg)
+    return {(int(x), int(y)): name for name, x, y in uses}
+
+
+def _recorded(fen: str, *, white_below: bool = True) -> dict[tuple[int, int], str]:
+    """Where python-chess's SVG (coordinates: a 15-unit margin, 45-unit squares) draws a FEN's pieces."""
+    pieces = {}
+    for square, piece in chess.Board(fen).piece_map().items():
+        column, row = chess.square_file(square), 7 - chess.square_rank(square)
+        if not white_below:
+            column, row = 7 - column, 7 - row
+        name = f"{'white' if piece.color else 'black'}-{chess.piece_name(piece.piece_type)}"
+        pieces[(15 + 45 * column, 15 + 45 * row)] = name
+    return pieces
+
+
+def _highlighted(table_html: str) -> tuple[int, str]:
+    """The step number and action label of the row the step table highlights."""
+    row = re.search(r'font-weight:600"><td>(\d+)</td><td>([^<]*)</td>', table_html)
+    assert row, "no highlighted row"
+    return int(row.group(1)), html.unescape(row.group(2))
+
+
+def _board_at(episode, step: int) -> dict[tuple[int, int], str]:
+    """The recorded position at ``step``, seen from the agent's side (its pieces below)."""
+    return _recorded(episode["fen"][step], white_below=episode["agent_color"][step] != "black")
+
+
+def test_each_step_shows_the_position_and_row_recorded_at_it(chess_trajectory):
     viewer = show(chess_trajectory)
-    last = chess_trajectory.episode(0).table.height - 1
+    episode = chess_trajectory.episode(0).table
+    for step in range(episode.height):
+        viewer.step = step
+        assert _shown(viewer.main.value) == _board_at(episode, step), f"step {step}"
+        label = episode["action_label"][step]
+        assert _highlighted(viewer.table.value) == (episode["step"][step], label or "reset")
+
+
+def test_slider_play_and_step_buttons_move_through_the_episode(chess_trajectory):
+    viewer = show(chess_trajectory)
+    episode = chess_trajectory.episode(0).table
+    last = episode.height - 1
     assert (viewer.slider.max, viewer.play.max) == (last, last)
-    board_at_start = viewer.main.value
     viewer.play.value = 3  # what pressing Play does, tick by tick: the link moves the slider
-    assert viewer.slider.value == 3 and viewer.main.value != board_at_start
+    assert viewer.slider.value == 3
+    assert _shown(viewer.main.value) == _board_at(episode, 3)
     viewer.forward.click()
-    assert viewer.step == 4
+    assert viewer.step == 4 and _shown(viewer.main.value) == _board_at(episode, 4)
     viewer.back.click()
     viewer.back.click()
-    assert viewer.step == 2
+    assert viewer.step == 2 and _highlighted(viewer.table.value)[0] == 2
     viewer.step = 10_000
-    assert viewer.step == last  # clamped
-    assert "<svg" in viewer.main.value and "background:#ffe9a8" in viewer.table.value
+    assert viewer.step == last and _shown(viewer.main.value) == _board_at(episode, last)  # clamped
     viewer.speed.value = 10
     assert viewer.play.interval == 100
+
+
+def test_a_black_agent_sees_its_pieces_below(chess_url):
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/chess", agent_color="black", max_moves=4))
+    obs, _ = env.reset(seed=0)
+    env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    trajectory = env.trajectory
+    env.close()
+    viewer = show(trajectory)
+    viewer.step = 1
+    assert _shown(viewer.main.value) == _recorded(trajectory.table["fen"][1], white_below=False)
 
 
 def test_episode_picker_switches_episodes(chess_trajectory):

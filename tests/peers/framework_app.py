@@ -1,8 +1,10 @@
-"""Small environments served by the *official* ``openenv`` framework (``create_app`` + uvicorn).
+"""Test environments of our own, served by the official ``openenv`` framework (``create_app`` + uvicorn).
 
-They are the reference our client is tested against: nothing of openenv_lab is imported here. Run as
+They give the client shapes no official environment has: a step that hangs, every JSON type, a room
+of exactly N sessions. Nothing of openenv_lab is imported here. The official environments themselves
+(tests/conformance.py) are what the client's conformance is tested against. Run as
 
-    python tests/peers/official_app.py counter --max-sessions 2
+    python tests/peers/framework_app.py counter --max-sessions 2
 
 The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<port>`` once.
 
@@ -11,16 +13,12 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
   worker thread, so the server and its other sessions keep answering).
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
-- ``officialchess``: behaves like the official ``chess_env`` as documented (ignores ``seed``, random colour,
-  random opponent, -0.1 for illegal moves without saying so, no end reason, steps after the end allowed);
-  ``OFFICIAL_CHESS_MAX_MOVES`` sets its move limit (500 half-moves, both sides, by default).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import random
 import socket
 import sys
 import threading
@@ -30,7 +28,6 @@ from typing import Any, Literal
 
 sys.modules.setdefault("gradio", None)  # the web UI is not needed and its import costs seconds
 
-import chess  # noqa: E402
 import uvicorn  # noqa: E402
 from openenv.core.env_server import Action, Environment, Observation, State, create_app  # noqa: E402
 from pydantic import BaseModel, Field  # noqa: E402
@@ -158,100 +155,9 @@ class KitchenEnvironment(Environment):
         return self._state
 
 
-class OfficialChessAction(Action):
-    move: str
-
-
-class OfficialChessObservation(Observation):
-    fen: str = ""
-    legal_moves: list[str] = Field(default_factory=list)
-    is_check: bool = False
-    result: str | None = None
-
-
-class OfficialChessState(State):
-    fen: str = ""
-    move_history: list[str] = Field(default_factory=list)
-
-
-class OfficialStyleChess(Environment):
-    """What the official chess_env does, per its documentation (not its code): its end-of-game checks
-    (mate, stalemate, insufficient material, fifty moves, the current position seen three times, the
-    move limit counting both sides), -0.1 for illegal moves, and nothing in metadata about why."""
-
-    SUPPORTS_CONCURRENT_SESSIONS = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.max_moves = int(os.environ.get("OFFICIAL_CHESS_MAX_MOVES", "500"))
-        self.reset()
-
-    def reset(self, fen: str | None = None) -> OfficialChessObservation:
-        self._board = chess.Board(fen) if fen else chess.Board()
-        self._rng = random.Random()
-        self._agent = chess.WHITE if hash(uuid.uuid4()) % 2 == 0 else chess.BLACK
-        self._plies = 0
-        self._state = OfficialChessState(episode_id=str(uuid.uuid4()), step_count=0)
-        if self._board.turn != self._agent and not self._over():
-            self._push(self._rng.choice(list(self._board.legal_moves)))
-        return self._observe(0.0)
-
-    def _push(self, move: chess.Move) -> None:
-        self._board.push(move)
-        self._plies += 1
-        self._state.step_count += 1
-        self._state.move_history.append(move.uci())
-        self._state.fen = self._board.fen()
-
-    def step(self, action: OfficialChessAction, timeout_s: float | None = None, **kwargs: Any) -> Any:
-        try:
-            move = chess.Move.from_uci(action.move)
-        except ValueError:
-            return self._observe(-0.1)
-        if not self._board.is_legal(move):
-            return self._observe(-0.1)
-        self._push(move)
-        if not self._over():
-            self._push(self._rng.choice(list(self._board.legal_moves)))
-        return self._observe(self._reward())
-
-    def _over(self) -> bool:
-        board = self._board
-        return (
-            board.is_checkmate()
-            or board.is_stalemate()
-            or board.is_insufficient_material()
-            or board.is_fifty_moves()
-            or board.is_repetition(3)
-            or self._plies >= self.max_moves
-        )
-
-    def _reward(self) -> float:
-        if not self._board.is_checkmate():
-            return 0.0
-        return -1.0 if self._board.turn == self._agent else 1.0
-
-    def _observe(self, reward: float) -> OfficialChessObservation:
-        done = self._over()
-        return OfficialChessObservation(
-            fen=self._board.fen(),
-            legal_moves=[m.uci() for m in self._board.legal_moves],
-            is_check=self._board.is_check(),
-            result=(self._board.result() if self._board.is_checkmate() else "1/2-1/2") if done else None,
-            done=done,
-            reward=reward,
-            metadata={"fullmove_number": self._board.fullmove_number},
-        )
-
-    @property
-    def state(self) -> OfficialChessState:
-        return self._state
-
-
 ENVS = {
     "counter": (CounterEnvironment, CounterAction, CounterObservation),
     "kitchen": (KitchenEnvironment, KitchenAction, KitchenObservation),
-    "officialchess": (OfficialStyleChess, OfficialChessAction, OfficialChessObservation),
 }
 
 
