@@ -8,9 +8,14 @@ OpenEnv's ``POST /reset`` and ``/step`` build a fresh environment per request.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
+import hashlib
+import json
 import ssl
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..optional_imports import hidden_module
@@ -66,6 +71,7 @@ class Client:
         self._http: httpx.Client | None = None  # made on first use: many users only open sessions
         self._mcp_id = 0
         self._task_env_name: str | None = None
+        self._remembered: dict[tuple[str, str], Any] | None = None  # GET answers, inside `remembering`
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: ``{"status": "healthy"}`` when the server is up."""
@@ -113,6 +119,18 @@ class Client:
     def post(self, path: str, body: Any) -> Any:
         """``POST`` a JSON body to any route of the server, and return the JSON it answers."""
         return self._get(path, None, body=body)
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two servers the same environment, for comparing results: the ``name`` and
+        ``version`` of ``/metadata`` (``None`` where absent) and ``schema_sha256``, the SHA-256 of
+        ``/schema`` as JSON with sorted keys (the action, observation and state models)."""
+        metadata = self.metadata()
+        schema = json.dumps(self.schema(), sort_keys=True)
+        return {
+            "name": metadata.get("name"),
+            "version": metadata.get("version"),
+            "schema_sha256": hashlib.sha256(schema.encode()).hexdigest(),
+        }
 
     def names(self) -> list[str]:
         """What the server calls itself: its ``/metadata`` name, then its environment names
@@ -199,7 +217,29 @@ class Client:
             )
         return reply.get("result")
 
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[Client]:
+        """Within the block, a GET asked again is answered from the first answer (its JSON copied, so a
+        caller that edits it changes nothing): setting up sixteen adapters of one server reads its
+        ``/schema`` once, not sixteen times. Errors are not remembered."""
+        outer = self._remembered
+        self._remembered = {} if outer is None else outer
+        try:
+            yield self
+        finally:
+            self._remembered = outer
+
     def _get(
+        self, path: str, params: dict[str, Any] | None, timeout: float | None = None, body: Any = None
+    ) -> Any:
+        if self._remembered is None or body is not None:
+            return self._fetch(path, params, timeout, body)
+        key = (path, json.dumps(params, sort_keys=True, default=str))
+        if key not in self._remembered:
+            self._remembered[key] = self._fetch(path, params, timeout, body)
+        return copy.deepcopy(self._remembered[key])
+
+    def _fetch(
         self, path: str, params: dict[str, Any] | None, timeout: float | None = None, body: Any = None
     ) -> Any:
         url = self.base_url + "/" + path.lstrip("/")

@@ -603,6 +603,12 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
                 client.close()
 
     def _set_up_adapters_with(self, clients: dict[str, Client]) -> None:
+        with contextlib.ExitStack() as stack:
+            for client in clients.values():  # one server's /schema read once for all its adapters
+                stack.enter_context(client.remembering())
+            self._set_up_adapters_remembering(clients)
+
+    def _set_up_adapters_remembering(self, clients: dict[str, Client]) -> None:
         assert self._transport is not None
         for i, url in enumerate(self._transport.urls):
             given = self.adapters[i]

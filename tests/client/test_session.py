@@ -259,3 +259,20 @@ def test_an_interrupt_while_the_request_is_sent_closes_the_session():
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
         assert session.closed
+
+
+def test_a_client_remembering_reads_each_route_once_and_hands_out_copies(chess_url, monkeypatch):
+    client = Client(chess_url)
+    fetched = []
+    fetch = client._fetch
+    monkeypatch.setattr(client, "_fetch", lambda path, *args: fetched.append(path) or fetch(path, *args))
+    with client.remembering():
+        first = client.schema()
+        first["action"] = "edited"
+        second = client.schema()
+        client.metadata()
+    assert fetched == ["/schema", "/metadata"]
+    assert second["action"] != "edited"  # a copy: the caller's edit did not reach the memory
+    client.schema()
+    assert fetched == ["/schema", "/metadata", "/schema"]  # outside the block, asked again
+    client.close()
