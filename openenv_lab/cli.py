@@ -181,6 +181,28 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print the report as JSON")
     bench.set_defaults(command="bench", run=_bench)
 
+    card = commands.add_parser(
+        "check",
+        help="a report card of any OpenEnv server: exits 1 when a check fails",
+        description=_check.__doc__,
+    )
+    card.add_argument("target", help="a server's URL, or an id such as openenv/chess (or just chess)")
+    card.add_argument(
+        "--base-url", default=None, help="with an id: a running server (default: the embedded one)"
+    )
+    card.add_argument(
+        "--episodes", type=_parse_positive, default=20, help="random episodes (default: %(default)s)"
+    )
+    card.add_argument("--steps", type=_parse_positive, default=100, help="steps timed (default: %(default)s)")
+    card.add_argument(
+        "--token", default=None, help="a Bearer token the server requires (default: $OPENENV_LAB_TOKEN)"
+    )
+    card.add_argument(
+        "--no-validate", action="store_true", help="skip openenv validate --url (it takes seconds)"
+    )
+    card.add_argument("--json", action="store_true", help="print the card as JSON")
+    card.set_defaults(command="check", run=_check)
+
     play = commands.add_parser(
         "play", help="play games with a random agent and print the results", description=_play_chess.__doc__
     )
@@ -433,6 +455,33 @@ def _bench(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(report.as_dict(), indent=2) if args.json else report)
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Check an OpenEnv environment: the official runtime criteria, gymnasium's checker, determinism under
+    seed, the state contract, observations against the schema, rewards against their range, episode
+    endings, capacity, latency and a random baseline. Exits 1 when a check fails, so it can gate CI."""
+    import gymnasium as gym
+
+    from .client import OpenEnvError
+    from .report_card import check
+
+    options = {"token": args.token} if args.token else {}
+    try:
+        card = check(
+            args.target,
+            base_url=args.base_url,
+            episodes=args.episodes,
+            steps=args.steps,
+            validate=not args.no_validate,
+            progress=not args.json,
+            **options,
+        )
+    except (OpenEnvError, ValueError, gym.error.Error) as exc:
+        print(f"openenv-lab check: {exc}", file=sys.stderr)
+        return 2
+    print(card.to_json() if args.json else card)
+    return 0 if card.passed else 1
 
 
 def _play_chess(args: argparse.Namespace) -> int:

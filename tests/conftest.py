@@ -3,9 +3,10 @@
 - ``official_grid_world`` / ``official_echo`` / ``official_chess``: official OpenEnv environments, run
   unmodified from the conformance copy of huggingface/OpenEnv (tests/conformance.py; skipped, saying
   why, where that copy is absent), for our client's conformance.
-- ``framework_counter`` / ``hanging_counter`` / ``framework_kitchen``: test environments of our own served
-  by the official framework (tests/peers/framework_app.py), for what no official environment does (a
-  step that hangs, every JSON type, a room of exactly two sessions).
+- ``framework_counter`` / ``hanging_counter`` / ``framework_kitchen`` / ``framework_dice``: test
+  environments of our own served by the official framework (tests/peers/framework_app.py), for what no
+  official environment does (a step that hangs, every JSON type, a room of exactly two sessions, episodes
+  that never replay).
 - ``chess_url``: our chess server, as the embedded launcher runs it for ``gym.make("openenv/chess")``.
 """
 
@@ -77,6 +78,14 @@ def hanging_counter() -> Iterator[str]:
 
 #: The counter's ``delta`` that stalls a step for a minute (tests/peers/framework_app.py).
 HANG = 1000
+
+
+@pytest.fixture(scope="session")
+def framework_dice() -> Iterator[str]:
+    """A server whose episodes never replay: it ignores seeds and rolls dice of its own."""
+    server = FrameworkServer("dice", max_sessions=16)
+    yield server.url
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -142,6 +142,9 @@ class Adapter(ABC):
     #: random stream instead, as their in-process counterparts do.
     derive_seeds: ClassVar[bool] = True
     env_attributes: ClassVar[tuple[str, ...]] = ()
+    #: The range every reward of the family stays in, where the family's rules say (``None``: unknown);
+    #: `openenv_lab.check` holds the rewards it sees against it.
+    reward_range: ClassVar[tuple[float, float] | None] = None
     #: Set by the env (``check_identity=``): whether `setup` and `decode` refuse a server that reports
     #: another environment than the one asked for (`openenv_lab.client.EnvironmentMismatch`).
     check_identity: bool = True

@@ -85,6 +85,8 @@ class ChessAdapter(Adapter):
     server_name: ClassVar[str | None] = "chess"
     family: ClassVar[str] = "chess"
     render_modes: ClassVar[tuple[str, ...]] = ("ansi", "rgb_array", "svg")
+    #: -1 for a loss, +1 for a win, -0.1 for an illegal move, 0 otherwise.
+    reward_range: ClassVar[tuple[float, float] | None] = (-1.0, 1.0)
     render_fps: ClassVar[int] = 2
     env_attributes: ClassVar[tuple[str, ...]] = ("action_masks",)
 

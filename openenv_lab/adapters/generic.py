@@ -390,6 +390,8 @@ class EchoAdapter(GenericAdapter):
     """
 
     server_name: ClassVar[str | None] = "echo"
+    #: 0.1 per character, of at most 256.
+    reward_range: ClassVar[tuple[float, float] | None] = (0.0, 25.6)
 
     def __init__(self, *, max_steps: int | None = None) -> None:
         super().__init__()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import atexit
 import datetime as dt
-import hashlib
 import json
 import platform
 import time
@@ -160,8 +159,7 @@ def _metadata(env: gym.Env | gym.vector.VectorEnv, adapter: Any) -> dict[str, An
     if client is not None:
         try:
             info["server_metadata"] = {k: v for k, v in client.metadata().items() if k != "readme_content"}
-            schema = json.dumps(client.schema(), sort_keys=True)
-            info["schema_sha256"] = hashlib.sha256(schema.encode()).hexdigest()
+            info["schema_sha256"] = client.identity()["schema_sha256"]
         except OpenEnvError:  # a server without those routes: record what we have
             pass
     if adapter is not None:

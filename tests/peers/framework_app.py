@@ -11,6 +11,7 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``counter``: add ``delta`` to a counter until it reaches ``target``; -0.01 per step, 1.0 at the target.
   A ``delta`` of `HANG` stalls the step for a minute (a stuck environment; the framework runs steps in a
   worker thread, so the server and its other sessions keep answering).
+- ``dice``: ignores seeds, and rolls a die of its own at every reset and step: no episode replays.
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import socket
 import sys
 import threading
@@ -155,9 +157,44 @@ class KitchenEnvironment(Environment):
         return self._state
 
 
+class DiceAction(Action):
+    guess: int = Field(..., ge=1, le=6)
+
+
+class DiceObservation(Observation):
+    roll: int = 0
+
+
+class DiceEnvironment(Environment):
+    """Ignores seeds: every reset and step rolls a die of the process's own, so no episode replays."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rng = random.SystemRandom()
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> DiceObservation:
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return DiceObservation(roll=self._rng.randint(1, 6), reward=0.0, done=False)
+
+    def step(self, action: DiceAction, timeout_s: float | None = None, **kwargs: Any) -> DiceObservation:
+        self._state.step_count += 1
+        roll = self._rng.randint(1, 6)
+        return DiceObservation(
+            roll=roll, reward=float(action.guess == roll), done=self._state.step_count >= 3
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 ENVS = {
     "counter": (CounterEnvironment, CounterAction, CounterObservation),
     "kitchen": (KitchenEnvironment, KitchenAction, KitchenObservation),
+    "dice": (DiceEnvironment, DiceAction, DiceObservation),
 }
 
 

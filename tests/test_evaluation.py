@@ -1,0 +1,291 @@
+"""openenv_lab.evaluate and compare: one row per seed whatever the parallelism, failures kept apart, a server
+that goes away, the statistics, the verdicts and the report's picture."""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+import signal
+
+import gymnasium as gym
+import numpy as np
+import polars as pl
+import pytest
+from PIL import Image
+
+import openenv_lab
+from openenv_lab.evaluation import Evaluation, EvaluationComparison, bootstrap_interval
+from openenv_lab.launch import EmbeddedServer
+
+
+def reference_returns(seeds, **options) -> list[tuple[float, int]]:
+    """masked-random as documented, played on a single env: each episode's sampler seeded with its seed."""
+    env = gym.make("openenv/chess", **options)
+    results = []
+    for seed in seeds:
+        space = copy.deepcopy(env.action_space)
+        space.seed(seed)
+        obs, _ = env.reset(seed=seed)
+        total, length, done = 0.0, 0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(
+                space.sample(mask=obs["action_mask"].astype(np.int8))
+            )
+            total, length, done = total + reward, length + 1, terminated or truncated
+        results.append((total, length))
+    env.close()
+    return results
+
+
+@pytest.mark.slow
+def test_the_same_seeds_give_the_same_table_whatever_the_number_of_sessions():
+    options = {"max_moves": 30, "opponent": "greedy", "agent_color": "white"}
+    seeds = list(range(10))
+    expected = reference_returns(seeds, **options)
+    for n_envs in (1, 3, 8):
+        result = openenv_lab.evaluate(
+            "masked-random", "chess", seeds=seeds, n_envs=n_envs, progress=False, **options
+        )
+        assert result.episodes["seed"].to_list() == seeds
+        assert list(zip(result.episodes["return"], result.episodes["length"], strict=True)) == expected, (
+            n_envs
+        )
+        assert result.episodes["failed"].sum() == 0 and result.complete
+
+
+def test_rows_carry_the_identity_and_how_each_episode_ended():
+    result = openenv_lab.evaluate(
+        lambda obs: "hello", "openenv/echo", episodes=5, n_envs=2, max_steps=3, progress=False
+    )
+    table = result.episodes
+    assert table.height == 5 and table["length"].to_list() == [3] * 5
+    assert table["truncated"].all() and not table["terminated"].any()
+    assert table["return"].to_list() == [1.5] * 5  # 0.1 per character, 3 messages of 5
+    assert set(table["env_id"]) == {"openenv/echo"} and set(table["server_name"]) == {"echo"}
+    assert (
+        table["schema_sha256"][0]
+        == openenv_lab.Client(result.identity["base_url"]).identity()["schema_sha256"]
+    )
+    assert table["policy"][0] == "<lambda>" and (table["wall_s"] > 0).all()
+    summary = result.summary()
+    assert summary["mean"] == 1.5 and summary["std"] == 0 and summary["failed"] == 0
+    assert (summary["ci_low"], summary["ci_high"]) == (1.5, 1.5)
+
+
+def test_a_policy_that_raises_or_returns_a_bad_action_fails_that_episode_only():
+    calls = {"n": 0}
+
+    def flaky(obs):
+        calls["n"] += 1
+        if calls["n"] % 7 == 0:
+            raise RuntimeError("out of ideas")
+        if calls["n"] % 11 == 0:
+            return 12345  # not a message
+        return "hi"
+
+    result = openenv_lab.evaluate(flaky, "openenv/echo", episodes=12, n_envs=4, max_steps=4, progress=False)
+    table = result.episodes
+    assert table.height == 12 and table["seed"].to_list() == list(range(12))
+    failed = table.filter(pl.col("failed"))
+    assert failed.height > 0 and table.filter(~pl.col("failed"))["length"].to_list() == [4] * (
+        12 - failed.height
+    )
+    errors = set(failed["error"])
+    assert any("RuntimeError: out of ideas" in e for e in errors)
+    assert any("returned 12345" in e and "not in the action space" in e for e in errors)
+    assert result.summary()["failed"] == failed.height
+    assert f"{failed.height} failed" in str(result)
+
+
+def test_a_server_that_goes_away_keeps_what_was_played_and_says_so():
+    server = EmbeddedServer("echo", max_steps=3)
+    url = server.start()
+    steps = {"n": 0}
+
+    def killer(obs):
+        steps["n"] += 1
+        if steps["n"] == 20:
+            os.kill(server._process.pid, signal.SIGKILL)
+        return "hi"
+
+    try:
+        with pytest.warns(RuntimeWarning, match=r"went away after \d+ of 30 episodes"):
+            result = openenv_lab.evaluate(
+                killer, "openenv/echo", episodes=30, n_envs=2, base_url=url, progress=False
+            )
+    finally:
+        server.stop()
+    assert not result.complete
+    finished = result.episodes.filter(~pl.col("failed"))
+    assert 0 < finished.height < 30 and finished["length"].to_list() == [3] * finished.height
+    assert result.episodes.filter(pl.col("failed"))["error"].str.contains("went away").all()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"episodes": 0}, "episodes must be at least 1"),
+        ({"episodes": 3, "seeds": [1, 2]}, "one episode per seed"),
+        ({"seeds": [1, 1]}, "duplicates"),
+        ({"seeds": []}, "seeds is empty"),
+        ({"n_envs": 0}, "n_envs must be at least 1"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        openenv_lab.evaluate("random", "openenv/echo", progress=False, **kwargs)
+
+
+def test_an_unknown_environment_or_policy_is_named():
+    with pytest.raises(ValueError, match=r"Unknown environment id 'chesss'.*openenv/chess"):
+        openenv_lab.evaluate("random", "chesss")
+    with pytest.raises(ValueError, match="not one of"):
+        openenv_lab.evaluate("greedy", "openenv/echo", episodes=1, progress=False)
+    with pytest.raises(TypeError, match="callable"):
+        openenv_lab.evaluate(42, "openenv/echo", episodes=1, progress=False)
+
+
+def test_environments_made_by_the_caller_are_used_and_left_open():
+    envs = gym.make_vec("openenv/echo", num_envs=3, max_steps=2)
+    result = openenv_lab.evaluate(lambda obs: "ab", envs, episodes=4, progress=False)
+    assert result.episodes["return"].to_list() == [0.4] * 4
+    envs.reset(seed=0)  # still open
+    envs.close()
+    single = gym.make("CartPole-v1")
+    result = openenv_lab.evaluate(lambda obs: 0, single, episodes=3, progress=False)
+    assert result.episodes["terminated"].all() and result.identity["env_id"] == "CartPole-v1"
+    single.reset(seed=0)
+    single.close()
+
+
+def test_a_stable_baselines3_model_is_a_policy():
+    from stable_baselines3 import PPO
+
+    env = gym.make("CartPole-v1")
+    model = PPO("MlpPolicy", env, seed=0, device="cpu")
+    result = openenv_lab.evaluate(model, "CartPole-v1", episodes=4, n_envs=2, progress=False)
+    again = openenv_lab.evaluate(model, "CartPole-v1", episodes=4, n_envs=4, progress=False)
+    assert (
+        result.policy == "PPO" and result.episodes["length"].to_list() == again.episodes["length"].to_list()
+    )
+
+
+def test_the_progress_bar_counts_episodes(capsys):
+    openenv_lab.evaluate(lambda obs: "x", "openenv/echo", episodes=3, n_envs=3, max_steps=1, progress=True)
+    assert "3/3" in capsys.readouterr().err
+
+
+def test_the_bootstrap_interval_holds_the_mean_and_is_repeatable():
+    rng = np.random.default_rng(1)
+    values = rng.normal(5.0, 2.0, size=200)
+    low, high = bootstrap_interval(values)
+    assert low < values.mean() < high
+    sem = values.std(ddof=1) / np.sqrt(values.size)
+    assert (high - low) / 2 == pytest.approx(1.96 * sem, rel=0.1)  # the normal interval, near enough
+    assert bootstrap_interval(values) == (low, high)
+    assert np.isnan(bootstrap_interval([1.0])).all()
+
+
+def evaluation(
+    returns: dict[int, float], *, env_id: str = "openenv/echo", version: str = "0.1.0", policy: str = "p"
+) -> Evaluation:
+    table = pl.DataFrame({"seed": list(returns), "return": list(returns.values())}).with_columns(
+        pl.lit(False).alias("failed")
+    )
+    identity = {"env_id": env_id, "server_name": "echo", "server_version": version, "schema_sha256": "abc"}
+    return Evaluation(table, identity, policy=policy)
+
+
+def test_a_clear_winner_is_named_with_its_interval_and_p_value():
+    a = evaluation({s: 1.0 + 0.1 * (s % 3) for s in range(12)}, policy="capture")
+    b = evaluation({s: 0.1 * (s % 3) for s in range(12)}, policy="random")
+    result = openenv_lab.compare(a, b)
+    assert isinstance(result, EvaluationComparison)
+    assert result.mean == pytest.approx(1.0) and result.ci == pytest.approx((1.0, 1.0))
+    assert result.p_value == pytest.approx(2 / 2**12)  # exact: only all-plus and all-minus are as extreme
+    assert result.verdict.startswith("capture beats random by 1")
+    assert "p = 0.00049" in result.verdict and "12 paired seeds" in result.verdict
+    flipped = openenv_lab.compare(b, a)
+    assert flipped.verdict.startswith("capture beats random by 1")
+
+
+def test_no_detectable_difference_says_how_many_episodes_would_be_needed():
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0.0, 1.0, size=30)
+    a = evaluation({s: float(noise[s]) + 0.1 for s in range(30)}, policy="a")
+    b = evaluation({s: float(rng.normal(0.0, 1.0)) for s in range(30)}, policy="b")
+    result = openenv_lab.compare(a, b)
+    low, high = result.ci
+    assert low < 0 < high
+    d = result.pairs["difference"].to_numpy()
+    expected = int(np.ceil(((1.96 + 0.8416) * d.std(ddof=1) / abs(d.mean())) ** 2))
+    assert result.needed == expected
+    assert result.verdict.startswith("No difference detectable with 30 episodes")
+    assert f"about {expected:,} paired episodes would be needed" in result.verdict
+
+
+def test_identical_returns_are_said_to_be_identical():
+    a = evaluation(dict.fromkeys(range(5), 1.0), policy="a")
+    assert openenv_lab.compare(a, evaluation(dict.fromkeys(range(5), 1.0), policy="b")).verdict == (
+        "a and b got the same return on each of the 5 seeds."
+    )
+
+
+def test_pairs_are_the_seeds_both_played_without_failing():
+    a = evaluation({0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0})
+    b = evaluation({1: 0.0, 2: 0.0, 3: 1.0, 9: 5.0})
+    b.episodes = b.episodes.with_columns(
+        pl.when(pl.col("seed") == 3).then(True).otherwise(False).alias("failed")
+    )
+    result = openenv_lab.compare(a, b)
+    assert result.pairs.select("seed", "a", "b").rows() == [(1, 2.0, 0.0), (2, 3.0, 0.0)]
+    with pytest.raises(ValueError, match="at least two paired episodes"):
+        openenv_lab.compare(a, evaluation({7: 1.0, 8: 1.0}))
+
+
+def test_different_environments_are_refused_unless_allowed():
+    a, b = evaluation(dict.fromkeys(range(4), 1.0)), evaluation(dict.fromkeys(range(4), 0.0), version="0.2.0")
+    with pytest.raises(ValueError, match=r"server_version: '0.1.0' vs '0.2.0'.*allow_different_envs=True"):
+        openenv_lab.compare(a, b)
+    assert openenv_lab.compare(a, b, allow_different_envs=True).mean == 1.0
+    with pytest.raises(TypeError, match="not one of each"):
+        openenv_lab.compare(a, "trajectory.parquet")
+
+
+def test_the_report_draws_the_returns_the_differences_and_the_curves(tmp_path):
+    a = evaluation({s: float(s) for s in range(6)}, policy="a")
+    b = evaluation({s: float(s % 2) for s in range(6)}, policy="b")
+    result = openenv_lab.compare(a, b, curves={"a": [0.0, 1.0, 2.0], "b": [0.0, 0.5, 0.5]})
+    figure = result.figure()
+    distributions, paired, learning = figure.axes
+    dots = {
+        line.get_label(): sorted(line.get_ydata()) for line in distributions.lines if line.get_label() in "ab"
+    }
+    assert dots == {"a": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "b": [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]}
+    (bars,) = paired.containers
+    heights = [bar.get_height() for bar in bars]
+    assert heights == sorted(result.pairs["difference"].to_list())
+    assert [list(line.get_ydata()) for line in learning.lines] == [[0.0, 1.0, 2.0], [0.0, 0.5, 0.5]]
+    picture = Image.open(io.BytesIO(result.png()))
+    assert picture.size[0] > picture.size[1]
+    page = result.to_html(tmp_path / "report.html")
+    assert result.verdict.replace("'", "&#x27;") in page and 'src="data:image/png;base64,' in page
+    assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
+    bundle = result._repr_mimebundle_()
+    assert (
+        "application/vnd.jupyter.widget-view+json" in bundle and bundle["text/html"] == result._repr_html_()
+    )
+
+
+def test_compare_still_puts_two_recordings_side_by_side(chess_url):
+    recorders = []
+    for seed in (0, 1):
+        recorder = openenv_lab.RecordTrajectory(gym.make("openenv/chess", max_moves=4))
+        obs, _ = recorder.reset(seed=seed)
+        recorder.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        recorders.append(recorder)
+    comparison = openenv_lab.compare(recorders[0].trajectory, recorders[1].trajectory)
+    assert type(comparison).__name__ == "Comparison"
+    for recorder in recorders:
+        recorder.close()

@@ -1,0 +1,102 @@
+"""openenv_lab.check and ``openenv-lab check``: the report card passes what is right and fails what is not,
+on our servers, on official ones, and on a server that cannot replay a seed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import openenv_lab
+from openenv_lab.cli import main
+from openenv_lab.report_card import ReportCard
+
+QUICK = {"episodes": 3, "steps": 10}
+
+
+def statuses(card: ReportCard) -> dict[str, str]:
+    return {check.name: check.status for check in card.checks}
+
+
+@pytest.mark.slow
+def test_our_echo_server_passes_every_check():
+    card = openenv_lab.check("echo", max_steps=4, **QUICK)
+    assert card.passed, str(card)
+    assert statuses(card) == {
+        "openenv validate": "pass",
+        "gymnasium check_env": "pass",
+        "determinism": "pass",
+        "state contract": "pass",
+        "observation schema": "pass",
+        "reward range": "pass",
+        "episode endings": "pass",
+        "capacity": "info",
+        "latency": "info",
+        "random baseline": "info",
+    }
+    assert card["openenv validate"].values["criteria"]["health_endpoint"] is True
+    assert card["episode endings"].values == {
+        "terminated": 0,
+        "truncated": 3,
+        "still running": 0,
+        "after_end": "refused (EXECUTION_ERROR)",
+    }
+    assert card["capacity"].values["max_sessions"] == 256
+    assert card["observation schema"].values["observations"] == 3 * 5  # resets and 4 steps, 3 episodes
+    baseline = card["random baseline"].values
+    assert baseline["episodes"] == 3 and baseline["ci_low"] <= baseline["mean"] <= baseline["ci_high"]
+    assert "all checks passed" in str(card) and "✓ determinism" in str(card)
+
+
+def test_rewards_outside_the_declared_range_fail(chess_url):
+    card = openenv_lab.check("echo", validate=False, reward_range=(0.0, 1.0), max_steps=3, **QUICK)
+    assert not card.passed and card["reward range"].status == "fail"
+    assert "outside the declared +0 to +1" in card["reward range"].detail
+    assert "FAILED: reward range" in str(card)
+
+
+def test_chess_counts_both_sides_moves_in_its_state_which_is_a_warning(chess_url):
+    card = openenv_lab.check("chess", base_url=chess_url, validate=False, agent_color="white", **QUICK)
+    state = card["state contract"]
+    assert state.status == "warn" and state.values["step_counts"][:2] == [0, 2]
+    assert card["reward range"].values["declared"] == [-1.0, 1.0]
+    assert card.passed
+
+
+def test_a_server_whose_episodes_never_replay_fails_determinism(framework_dice):
+    card = openenv_lab.check(framework_dice, validate=False, **QUICK)
+    assert card.env_id == "openenv/remote" and card.base_url == framework_dice
+    assert card["determinism"].status == "fail"
+    assert "different episodes" in card["determinism"].detail
+    assert not card.passed
+
+
+@pytest.mark.slow
+def test_an_official_environment_gets_its_card_and_the_cli_exits_one_when_a_check_fails(
+    official_grid_world, capsys
+):
+    code = main(["check", official_grid_world, "--json", "--episodes", "2", "--steps", "5"])
+    card = json.loads(capsys.readouterr().out)
+    checks = {c["name"]: c for c in card["checks"]}
+    assert checks["openenv validate"]["status"] == "pass"
+    assert checks["determinism"]["status"] == "warn"  # deterministic, but it does not confirm seeds
+    # Its reset() takes no episode_id, which openenv.validation's state contract requires it to keep.
+    assert checks["state contract"]["status"] == "fail" and "episode_id" in checks["state contract"]["detail"]
+    assert checks["capacity"]["values"]["max_sessions"] == 1
+    assert card["passed"] is False and code == 1
+
+
+def test_the_cli_passes_on_a_good_server_and_says_why_it_cannot_start(capsys):
+    assert main(["check", "echo", "--episodes", "2", "--steps", "5", "--no-validate"]) == 0
+    assert "all checks passed" in capsys.readouterr().out
+    assert main(["check", "chesss", "--no-validate"]) == 2
+    assert capsys.readouterr().err.startswith("openenv-lab check: Unknown environment 'chesss'")
+    assert main(["check", "http://127.0.0.1:9", "--no-validate"]) == 2
+    assert "openenv-lab check:" in capsys.readouterr().err
+
+
+def test_the_card_shows_itself_in_a_notebook():
+    card = openenv_lab.check("echo", validate=False, max_steps=2, **QUICK)
+    page = card._repr_html_()
+    assert page.count("<tr>") == len(card.checks) and "all checks passed" in page
+    assert json.loads(card.to_json())["passed"] is True
