@@ -41,6 +41,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from .client import Client, OpenEnvError
 from .envs import OpenEnvVectorEnv
+from .envs.infos import split_infos
 from .widgets import evaluation as report
 
 __all__ = ["Evaluation", "EvaluationComparison", "bootstrap_interval", "compare", "evaluate"]
@@ -81,6 +82,16 @@ def bootstrap_interval(
     return float(low), float(high)
 
 
+def _positional(function: Any) -> int:
+    """How many positional parameters a callable takes (0 when its signature cannot be read)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return 0
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in parameters if p.kind in kinds)
+
+
 @dataclass
 class _Failure:
     """A policy's failure to give an action for one observation."""
@@ -95,6 +106,8 @@ class _Policy:
         self.space = action_space
         self.predict = None
         self.masks_argument = False
+        #: a callable ``(obs, info) -> action``: it is given each sub-environment's last info too
+        self.wants_info = False
         if isinstance(policy, str):
             if policy not in NAMED_POLICIES:
                 raise ValueError(f"policy {policy!r} is not one of {NAMED_POLICIES} or a callable or a model")
@@ -105,6 +118,7 @@ class _Policy:
             self.name = type(policy).__name__
         elif callable(policy):
             self.name = getattr(policy, "__name__", type(policy).__name__)
+            self.wants_info = _positional(policy) >= 2
         else:
             raise TypeError(
                 "policy must be a callable obs -> action, a model with predict(), or one of "
@@ -119,8 +133,13 @@ class _Policy:
             space = self._spaces.setdefault(index, copy.deepcopy(self.space))
             space.seed(seed)
 
-    def act(self, observations: dict[int, Any], observation_space: gym.Space[Any]) -> dict[int, Any]:
-        """An action (or a `_Failure`) for each sub-environment's observation."""
+    def act(
+        self,
+        observations: dict[int, Any],
+        infos: dict[int, dict[str, Any]],
+        observation_space: gym.Space[Any],
+    ) -> dict[int, Any]:
+        """An action (or a `_Failure`) for each sub-environment's observation (and info)."""
         if self.predict is not None:
             return self._predict(observations, observation_space)
         actions: dict[int, Any] = {}
@@ -132,6 +151,8 @@ class _Policy:
                         action = self._spaces[index].sample(mask=np.asarray(mask, dtype=np.int8))
                     else:
                         action = self._spaces[index].sample()
+                elif self.wants_info:
+                    action = self.policy(obs, infos.get(index, {}))
                 else:
                     action = self.policy(obs)
             except Exception as exc:  # the policy's own error: this episode fails, the others go on
@@ -184,6 +205,7 @@ class _Runner:
         self.pending = deque(seeds)
         self.running: dict[int, _Episode] = {}
         self.observations: dict[int, Any] = {}
+        self.infos: dict[int, dict[str, Any]] = {}  # kept only for a policy that takes (obs, info)
         self.rows: list[dict[str, Any]] = []
         self.progress = progress
         self.asynchronous = isinstance(envs, OpenEnvVectorEnv)  # send()/recv() to some of them
@@ -191,7 +213,7 @@ class _Runner:
     def run(self) -> None:
         self._start(list(range(min(self.envs.num_envs, len(self.pending)))))
         while self.running:
-            actions = self.policy.act(dict(self.observations), self.envs.single_observation_space)
+            actions = self.policy.act(dict(self.observations), self.infos, self.envs.single_observation_space)
             failed = [i for i, action in actions.items() if isinstance(action, _Failure)]
             for i in failed:
                 self._finish(i, error=actions[i].error)
@@ -214,8 +236,11 @@ class _Runner:
         observations, infos = self.envs.reset(seed=seeds, options={"reset_mask": mask})
         rows = list(iterate(self.envs.observation_space, observations))
         tasks = infos.get("task")
+        per_env = split_infos(infos, self.envs.num_envs) if self.policy.wants_info else None
         for i in ids:
             self.observations[i] = rows[i]
+            if per_env is not None:
+                self.infos[i] = per_env[i]
             task = tasks[i] if tasks is not None else None
             self.running[i].task_id = task.get("id") if isinstance(task, dict) else None
 
@@ -239,6 +264,7 @@ class _Runner:
             observations, rewards, terminations, truncations, infos = self.envs.step(batch)
             order = list(range(self.envs.num_envs))
         rows = list(iterate(self.envs.observation_space, observations))
+        per_env = split_infos(infos, len(order)) if self.policy.wants_info else None
         ended = []
         for j, i in enumerate(order):
             if i not in self.running:
@@ -247,6 +273,8 @@ class _Runner:
             episode.reward += float(rewards[j])
             episode.length += 1
             self.observations[i] = rows[j]
+            if per_env is not None:
+                self.infos[i] = per_env[j]
             if terminations[j] or truncations[j]:
                 self._finish(i, terminated=bool(terminations[j]), truncated=bool(truncations[j]))
                 ended.append(i)
@@ -257,6 +285,7 @@ class _Runner:
     ) -> None:
         episode = self.running.pop(i)
         self.observations.pop(i, None)
+        self.infos.pop(i, None)
         self.rows.append(
             {
                 "seed": episode.seed,
@@ -335,12 +364,18 @@ class Evaluation:
 
     def __str__(self) -> str:
         s = self.summary()
-        failed = f", {s['failed']} failed" if s["failed"] else ""
         incomplete = "" if self.complete else " (incomplete: the server went away)"
+        played = s["episodes"] - s["failed"]
+        name = f"{self.policy} on {self.identity.get('env_id')}"
+        if not played:
+            return f"{name}: all {s['episodes']} episodes failed{incomplete}"
+        failed = f", {s['failed']} failed" if s["failed"] else ""
+        spread = (
+            f" (95% CI {s['ci_low']:+.4g} to {s['ci_high']:+.4g}, sem {s['sem']:.3g})" if played > 1 else ""
+        )
         return (
-            f"{self.policy} on {self.identity.get('env_id')}: mean return {s['mean']:+.4g} "
-            f"(95% CI {s['ci_low']:+.4g} to {s['ci_high']:+.4g}, sem {s['sem']:.3g}) over "
-            f"{s['episodes'] - s['failed']} episodes{failed}{incomplete}"
+            f"{name}: mean return {s['mean']:+.4g}{spread} over "
+            f"{played} episode{'s' if played != 1 else ''}{failed}{incomplete}"
         )
 
     def __repr__(self) -> str:
@@ -424,7 +459,8 @@ def evaluate(
     """Play ``policy`` for one episode per seed and return the `Evaluation`.
 
     Args:
-        policy: a callable ``obs -> action`` (one observation at a time), a model with ``predict`` (Stable-
+        policy: a callable ``obs -> action`` (one observation at a time; ``(obs, info) -> action`` is given
+            the sub-environment's last info too), a model with ``predict`` (Stable-
             Baselines3; ``MaskablePPO`` gets the action masks), ``"random"`` (uniform over the action space)
             or ``"masked-random"`` (uniform over the legal actions where the observation has a mask). The
             random policies draw from each episode's seed.

@@ -8,6 +8,7 @@ import io
 import os
 import signal
 
+import chess
 import gymnasium as gym
 import numpy as np
 import polars as pl
@@ -15,6 +16,7 @@ import pytest
 from PIL import Image
 
 import openenv_lab
+from openenv_lab.adapters.chess_encoding import uci_to_index
 from openenv_lab.evaluation import Evaluation, EvaluationComparison, bootstrap_interval
 from openenv_lab.launch import EmbeddedServer
 
@@ -289,3 +291,22 @@ def test_compare_still_puts_two_recordings_side_by_side(chess_url):
     assert type(comparison).__name__ == "Comparison"
     for recorder in recorders:
         recorder.close()
+
+
+def test_a_policy_of_obs_and_info_gets_each_sub_environments_own_info():
+    seen = []
+
+    def capture_first(obs, info):
+        board = chess.Board(info["fen"])
+        seen.append(set(info["legal_moves"]) == {m.uci() for m in board.legal_moves})
+        captures = [m for m in board.legal_moves if board.is_capture(m)]
+        move = (captures or list(board.legal_moves))[0]
+        return uci_to_index(move.uci(), board.turn == chess.WHITE)
+
+    result = openenv_lab.evaluate(capture_first, "chess", episodes=6, n_envs=3, max_moves=20, progress=False)
+    assert result.summary()["failed"] == 0 and all(seen) and len(seen) == result.episodes["length"].sum()
+
+
+def test_an_evaluation_where_every_episode_failed_says_so():
+    result = openenv_lab.evaluate(lambda obs: 7, "openenv/echo", episodes=2, n_envs=2, progress=False)
+    assert str(result) == "<lambda> on openenv/echo: all 2 episodes failed"
