@@ -540,9 +540,11 @@ class EvaluationComparison:
 
     ``pairs`` is a table of the seeds both played without failure (``seed``, ``a``, ``b``,
     ``difference``). ``verdict`` says who wins by how much, or that no difference is detectable with this
-    many episodes and about how many would be needed. It draws itself (`figure`, `png`, ``_repr_html_``,
-    `to_html`, `widget`): the return distributions side by side, the paired differences, and the learning
-    curves when given.
+    many episodes and about how many would be needed. A winner is named only when both the bootstrap
+    interval of the mean difference excludes zero and the sign-flip test's p-value is below 5% (exact up
+    to 16 pairs that differ): with few episodes that differ at all, the bootstrap alone would claim too
+    much. It draws itself (`figure`, `png`, ``_repr_html_``, `to_html`, `widget`): the return
+    distributions side by side, the paired differences, and the learning curves when given.
     """
 
     def __init__(
@@ -585,7 +587,9 @@ class EvaluationComparison:
         level = f"{self.confidence:.0%}"
         if self.std == 0 and self.mean == 0:
             return f"{first} and {second} got the same return on each of the {self.n} seeds."
-        if low > 0 or high < 0:
+        # Both must say so: the bootstrap interval alone is too narrow when few episodes differ at all
+        # (four wins in a hundred draws), where the sign-flip test is exact.
+        if (low > 0 or high < 0) and self.p_value < 1 - self.confidence:
             winner, loser = (first, second) if self.mean > 0 else (second, first)
             half = (high - low) / 2
             return (
@@ -657,16 +661,20 @@ class EvaluationComparison:
 
 
 def _sign_flip_p_value(differences: np.ndarray, *, resamples: int = 20_000, seed: int = 0) -> float:
-    """Two-sided p-value of the paired differences' mean under "no difference" (each difference's sign
-    flipped at random): exact for up to 16 pairs, else ``resamples`` seeded draws."""
-    n = differences.size
-    observed = abs(differences.mean())
+    """Two-sided p-value of the paired differences under "no difference" (each difference's sign flipped
+    at random). Zero differences do not change under a flip, so only the others are flipped: exactly
+    (every sign pattern) for up to 16 of them, else ``resamples`` seeded draws."""
+    nonzero = differences[differences != 0]
+    n = nonzero.size
+    if n == 0:
+        return 1.0
+    observed = abs(nonzero.sum())
     if n <= 16:
         signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
     else:
         signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(resamples, n))
-    means = np.abs((signs * differences).mean(axis=1))
-    return float(np.mean(means >= observed - 1e-12))
+    sums = np.abs(signs @ nonzero)
+    return float(np.mean(sums >= observed - 1e-9 * max(1.0, observed)))
 
 
 def _episodes_needed(

@@ -310,3 +310,12 @@ def test_a_policy_of_obs_and_info_gets_each_sub_environments_own_info():
 def test_an_evaluation_where_every_episode_failed_says_so():
     result = openenv_lab.evaluate(lambda obs: 7, "openenv/echo", episodes=2, n_envs=2, progress=False)
     assert str(result) == "<lambda> on openenv/echo: all 2 episodes failed"
+
+
+def test_a_few_wins_among_many_draws_are_not_called_a_difference():
+    """Four wins in a hundred draws: the bootstrap interval excludes zero, the exact test does not."""
+    a = evaluation({s: 1.0 if s < 4 else 0.0 for s in range(100)}, policy="a")
+    b = evaluation(dict.fromkeys(range(100), 0.0), policy="b")
+    result = openenv_lab.compare(a, b)
+    assert result.ci[0] > 0 and result.p_value == pytest.approx(2 / 2**4)
+    assert result.verdict.startswith("No difference detectable with 100 episodes")
