@@ -78,7 +78,7 @@ def comparison_figure(
     paired.set_title(f"{labels[0]} − {labels[1]}, per seed (sorted)")
     paired.set_xlabel(f"{differences.size} paired seeds")
     paired.set_xticks([])
-    paired.legend(fontsize=8, loc="upper left")
+    paired.legend(fontsize=8, loc="best")
     paired.grid(alpha=0.3, axis="y")
 
     if curves:

@@ -52,18 +52,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def lab(tmp_path):
+@contextlib.contextmanager
+def jupyter_lab(root: Path, notebook_name: str, cells: list[str]) -> Iterator[str]:
+    """JupyterLab on loopback serving ``root``, with a notebook of ``cells`` written there; yields its URL."""
     notebook = {
         "cells": [
             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
-            for source in NOTEBOOK_CELLS
+            for source in cells
         ],
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4,
         "nbformat_minor": 5,
     }
-    (tmp_path / "viewer.ipynb").write_text(json.dumps(notebook))
+    (root / notebook_name).write_text(json.dumps(notebook))
     settings = Path(tempfile.mkdtemp())
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
@@ -89,7 +90,7 @@ def lab(tmp_path):
             "--IdentityProvider.token=",
             "--ServerApp.password=",
             "--ServerApp.disable_check_xsrf=True",
-            f"--ServerApp.root_dir={tmp_path}",
+            f"--ServerApp.root_dir={root}",
             "--allow-root",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             f"--LabApp.user_settings_dir={settings}",
@@ -116,6 +117,24 @@ def lab(tmp_path):
             process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    with jupyter_lab(tmp_path, "viewer.ipynb", NOTEBOOK_CELLS) as url:
+        yield url
+
+
+def run_all_cells(page: Any, url: str, notebook_name: str, cells: list[str]) -> None:
+    """Open the notebook in JupyterLab and run its cells with Shift+Enter, once the kernel is idle."""
+    page.goto(f"{url}/lab/tree/{notebook_name}", wait_until="domcontentloaded")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+    time.sleep(2)  # the indicator says idle a moment before the kernel takes requests
+    page.locator(".jp-Cell").first.click()
+    page.keyboard.press("Escape")  # command mode: Shift+Enter runs a cell and selects the next
+    for _ in cells:
+        page.keyboard.press("Shift+Enter")
 
 
 @contextlib.contextmanager
@@ -181,14 +200,7 @@ def test_a_static_comparison_page_replays_without_a_kernel(chess_url, tmp_path):
 def test_the_viewer_plays_in_jupyterlab(lab):
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{lab}/lab/tree/viewer.ipynb", wait_until="domcontentloaded")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-        time.sleep(2)  # the indicator says idle a moment before the kernel takes requests
-        page.locator(".jp-Cell").first.click()
-        page.keyboard.press("Escape")  # command mode: Shift+Enter runs a cell and selects the next
-        for _ in NOTEBOOK_CELLS:
-            page.keyboard.press("Shift+Enter")
+        run_all_cells(page, lab, "viewer.ipynb", NOTEBOOK_CELLS)
         slider = page.locator(".widget-slider .noUi-handle").first
         try:
             slider.wait_for(timeout=120_000)
@@ -219,3 +231,54 @@ def test_the_viewer_plays_in_jupyterlab(lab):
         )
         page.screenshot(path=str(ARTIFACTS / "viewer-playing.png"))
         assert before != after_slider != page.locator(".widget-html-content svg").first.inner_html()
+
+
+COMPARISON_CELLS = [
+    "import openenv_lab\n"
+    'hello = openenv_lab.evaluate(lambda obs: "hello", "openenv/echo", episodes=6, n_envs=3, max_steps=2)\n'
+    'hi = openenv_lab.evaluate(lambda obs: "hi", "openenv/echo", episodes=6, n_envs=3, max_steps=2)\n'
+    'comparison = openenv_lab.compare(hello, hi, labels=("hello", "hi"))',
+    "comparison",
+]
+
+
+def _image_width(page: Any, selector: str) -> int:
+    return page.eval_on_selector(selector, "img => img.complete ? img.naturalWidth : 0")
+
+
+def test_an_evaluation_comparison_shows_in_jupyterlab_and_as_a_static_page(tmp_path):
+    with jupyter_lab(tmp_path, "comparison.ipynb", COMPARISON_CELLS) as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        run_all_cells(page, url, "comparison.ipynb", COMPARISON_CELLS)
+        verdict = page.locator(".widget-html-content b", has_text="hello beats hi by 0.6")
+        try:
+            verdict.wait_for(timeout=120_000)  # 0.1 per character: 2 x 0.5 against 2 x 0.2, on every seed
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "comparison-widget-failed.png"))
+            raise
+        assert "over 6 paired seeds" in verdict.inner_text()
+        page.wait_for_function(
+            "() => { const i = document.querySelector('.widget-image');"
+            " return i && i.complete && i.naturalWidth > 0; }",
+            timeout=30_000,
+        )
+        assert _image_width(page, ".widget-image") > 500  # the PNG decoded, three panels wide or two
+        page.screenshot(path=str(ARTIFACTS / "comparison-widget.png"))
+
+    import openenv_lab
+
+    hello = openenv_lab.evaluate(
+        lambda obs: "hello", "openenv/echo", episodes=6, n_envs=3, max_steps=2, progress=False
+    )
+    hi = openenv_lab.evaluate(
+        lambda obs: "hi", "openenv/echo", episodes=6, n_envs=3, max_steps=2, progress=False
+    )
+    openenv_lab.compare(hello, hi, labels=("hello", "hi")).to_html(tmp_path / "report.html")
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        page.goto((tmp_path / "report.html").as_uri())
+        assert page.locator("b.verdict").inner_text().startswith("hello beats hi by 0.6")
+        rows = page.locator("table tr").all_inner_texts()
+        assert len(rows) == 4 and rows[1].startswith("hello") and rows[3].startswith("hello − hi")
+        assert _image_width(page, ".openenv-lab-comparison img") > 500  # with no kernel, no network
+        page.screenshot(path=str(ARTIFACTS / "comparison-report-static.png"))
