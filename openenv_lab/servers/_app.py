@@ -23,7 +23,10 @@ from typing import Any
 
 from ..optional_imports import hidden_module
 
-__all__ = ["build_app", "import_openenv_server"]
+__all__ = ["OPENENV_HTTP_API", "build_app", "import_openenv_server"]
+
+#: The version of OpenEnv's HTTP API our servers implement (openenv 0.10's apps declare the same).
+OPENENV_HTTP_API = "1.0.0"
 
 
 def import_openenv_server() -> Any:
@@ -75,8 +78,13 @@ def build_app(
 
     app = FastAPI(
         title=f"openenv_lab {env_name} environment",
-        version=__version__,
-        description=f"OpenEnv server for the {env_name} environment, built by openenv_lab.",
+        # The OpenAPI version is the HTTP API's, as openenv's own create_fastapi_app declares it: that is
+        # what `openenv validate --url` reads to pick its standard profile (openenv-http/1.x).
+        version=OPENENV_HTTP_API,
+        description=(
+            f"OpenEnv server for the {env_name} environment, built by openenv_lab {__version__} on the "
+            f"openenv framework (OpenEnv HTTP API {OPENENV_HTTP_API})."
+        ),
     )
     server = env_server.HTTPEnvServer(
         env_factory,

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from openenv_lab.client import Client, Keepalive, Session
+from openenv_lab.launch import EmbeddedServer
 from openenv_lab.servers import import_openenv_server
 
 OFFICIAL_CHESS_FIELDS = {
@@ -84,16 +85,23 @@ def test_an_idle_session_is_kept_alive_by_pings(chess_url):
 
 
 @pytest.mark.slow
-def test_openenv_validate_passes(chess_url):
-    completed = subprocess.run(
-        [sys.executable, "-m", "openenv.cli.__main__", "validate", "--url", chess_url, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+@pytest.mark.parametrize(
+    ("server", "options"),
+    [("chess", {}), ("atari", {}), ("finrl", {}), ("echo", {}), ("echo", {"mcp": True})],
+)
+def test_openenv_validate_passes_on_every_server_we_ship_under_the_1x_profile(server, options):
+    """openenv's own runtime validation, unmodified, on each of our servers (and the MCP echo)."""
+    with EmbeddedServer(server, **options) as running:
+        completed = subprocess.run(
+            [sys.executable, "-m", "openenv.cli", "validate", "--url", running.base_url, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     report = json.loads(completed.stdout[completed.stdout.index("{") :])
     failed = [c["id"] for c in report["criteria"] if not c["passed"]]
-    assert report["passed"], f"openenv validate failed: {failed}"
+    assert report["passed"] and completed.returncode == 0, f"openenv validate failed: {failed}"
+    assert report["standard_profile"] == "openenv-http/1.x"  # our OpenAPI states the HTTP API it implements
 
 
 @pytest.fixture(scope="module")
