@@ -254,7 +254,7 @@ class _Runner:
             self.envs.send(batch, env_ids=ids)
             observations, rewards, terminations, truncations, infos = self.envs.recv()
             order = [int(i) for i in infos["env_id"]]
-        else:  # all of them (pipelined in two halves by our vector env); idle ones' results are dropped
+        else:  # all of them (one message per server for our vector env); idle ones' results are dropped
             everything = [
                 actions[i] if i in actions else single_space.sample() for i in range(self.envs.num_envs)
             ]

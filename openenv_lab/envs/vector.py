@@ -72,8 +72,6 @@ from .tasks import TaskCatalog, selection, spread
 
 __all__ = ["OpenEnvVectorEnv"]
 
-#: From this many sub-environments on, a step goes out in two halves (see `OpenEnvVectorEnv.step`).
-_HALVES_FROM = 8
 
 #: What ``on_failure`` may be.
 _ON_FAILURE = ("raise", "restart")
@@ -296,15 +294,13 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every sub-environment: `send` them all, then `recv` them all (in NEXT_STEP mode, those
-        whose episode ended last step reset instead). From `_HALVES_FROM` sub-environments on, the step
-        goes out as two halves, so this thread decodes the first half's replies while the servers step
-        the second."""
+        whose episode ended last step reset instead). The step goes out as one message per server: a
+        message is a system call and a wake-up on each side, which on these machines costs more than
+        decoding one half of the replies while the servers step the other (`benchmarks/ceilings.py`)."""
         self._check_idle("step")
         requests = self._requests(range(self.num_envs), actions, self.action_space, "step")
         ids = list(requests)
-        half = -(-len(ids) // 2) if self.num_envs >= _HALVES_FROM else len(ids)
-        for start in range(0, len(ids), half):
-            self._send({i: requests[i] for i in ids[start : start + half]})
+        self._send(requests)
         replies = self._collect(len(ids))
 
         rewards = np.zeros(self.num_envs, dtype=np.float64)

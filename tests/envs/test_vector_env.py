@@ -52,12 +52,12 @@ def masked_actions(envs, obs, rng: np.random.Generator) -> np.ndarray:
 @pytest.mark.parametrize(
     ("multiplex", "num_envs", "sync"),
     [(True, 3, True), (True, 3, False), (False, 3, False), (True, 8, True), (True, 8, False)],
-    ids=[  # 8: a step goes out in two halves
+    ids=[
         "sync-channel",
         "asyncio-channel",
         "connection-per-session",
-        "sync-channel-in-halves",
-        "asyncio-channel-in-halves",
+        "sync-channel-8",
+        "asyncio-channel-8",
     ],
 )
 @pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP])
@@ -290,7 +290,7 @@ def test_a_server_that_is_down_is_named(chess_url):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("num_envs", [2, 8])  # 8: the step goes out in two halves
+@pytest.mark.parametrize("num_envs", [2, 8])
 def test_a_server_dying_mid_batch_names_the_sub_environment_and_closes_the_rest(
     chess_url, num_envs, channels
 ):
