@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import importlib.util
 import os
 import subprocess
 import sys
@@ -110,6 +111,13 @@ class EmbeddedServer:
         """Start the server (if it is not running) and return its base URL once it is healthy."""
         if self.running and self.base_url is not None:
             return self.base_url
+        if importlib.util.find_spec("openenv") is None:
+            raise LaunchError(
+                f"The embedded {self.name} server needs the openenv package, which this install has not "
+                "(a client-only install: requirements-client.txt). Pass base_url= (or base_urls=, space=) "
+                "to reach a server running elsewhere, or install openenv-lab with its dependencies "
+                "(pip install openenv-lab) to run one here."
+            )
         started = time.monotonic()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if self.token is not None:
