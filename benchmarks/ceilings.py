@@ -1,0 +1,439 @@
+"""Our speed against the ceiling this machine allows, measured in the same run, and where a step's time goes.
+
+A remote environment cannot beat its own in-process step plus the least a round trip costs here, so each
+result is set beside that ceiling, ``1 / (1/in-process rate + 1/echo rate)``, both measured in this run:
+
+======================  =====================================  =============================
+result                  in process                             round trip
+======================  =====================================  =============================
+Pong, one env (deltas)  ``ALE/Pong-v5`` (gymnasium)            ``openenv/echo``, one env
+FinRL, one env          ``FinRLEnvironment`` (server class)    ``openenv/echo``, one env
+FinRL, make_vec 16      ``FinRLEnvironment``                   ``openenv/echo``, make_vec 16
+chess, make_vec 16      ``ChessEnvironment`` (random opponent) ``openenv/echo``, make_vec 16
+======================  =====================================  =============================
+
+The transport itself: ``openenv/echo`` make_vec 16 against a raw baseline, a plain ``websockets`` server
+with no framework (``raw_echo_server.py``, its own process) answering 16 echo observations per message to
+a raw ``websockets`` client sending them.
+
+Where the server's time goes, per family (one env, the ``/ws`` route): its CPU per step, measured on the
+server process, split into the environment's step (its class, in this process), serialisation (the
+observation to the JSON the route sends, in this process), the transport (the raw server's CPU per
+message) and, what is left, the framework (routing, sessions, validation, envelopes).
+
+Rounds alternate the measurements, and the median of the rounds counts (the machine is shared).
+
+    python benchmarks/ceilings.py                   # a few minutes
+    python benchmarks/ceilings.py --quick           # seconds, for smoke tests
+    python benchmarks/ceilings.py --json benchmarks/results/ceilings.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import ale_py
+import gymnasium as gym
+import numpy as np
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from openenv_lab.files import write_text_atomically  # noqa: E402
+from openenv_lab.launch import EmbeddedServer  # noqa: E402
+
+gym.register_envs(ale_py)
+
+N = 16
+#: What each target compares: (result, in-process work, round trip), and the fraction of it we aim for.
+TARGETS = {
+    "Pong, one env": ("openenv/atari (deltas)", "ALE/Pong-v5 in process", "echo, one env", 0.9),
+    "FinRL, one env": ("openenv/finrl", "FinRL class", "echo, one env", 0.9),
+    f"FinRL, make_vec {N}": (f"openenv/finrl, make_vec {N}", "FinRL class", f"echo, make_vec {N}", 0.9),
+    f"chess, make_vec {N}": (f"openenv/chess, make_vec {N}", "chess class", f"echo, make_vec {N}", 0.8),
+}
+
+
+class Measured:
+    """Runs a measurement: steps per second, and client and server CPU per step (microseconds)."""
+
+    def __init__(self, run: Callable[[int], int], server_pid: int | None) -> None:
+        self.run = run  # run(count) -> environment steps made
+        self.process = psutil.Process(server_pid) if server_pid else None
+
+    def __call__(self, count: int) -> dict[str, float]:
+        server = self._server_cpu()
+        cpu, wall = time.process_time(), time.perf_counter()
+        steps = self.run(count)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        row = {"steps_per_s": steps / wall, "client_cpu_us": 1e6 * cpu / steps}
+        if server is not None:
+            row["server_cpu_us"] = 1e6 * (self._server_cpu() - server) / steps
+        return row
+
+    def _server_cpu(self) -> float | None:
+        if self.process is None:
+            return None
+        times = self.process.cpu_times()
+        return times.user + times.system
+
+
+def single(env: gym.Env, action: Callable[[Any], Any]) -> Callable[[int], int]:
+    obs, _ = env.reset(seed=0)
+    state = {"obs": obs}
+
+    def run(count: int) -> int:
+        for _ in range(count):
+            obs, _, terminated, truncated, _ = env.step(action(state["obs"]))
+            state["obs"] = env.reset()[0] if terminated or truncated else obs
+        return count
+
+    return run
+
+
+def vector(envs: gym.vector.VectorEnv, actions: Callable[[Any], Any]) -> Callable[[int], int]:
+    obs, _ = envs.reset(seed=0)
+    state = {"obs": obs}
+
+    def run(count: int) -> int:
+        for _ in range(max(1, count // envs.num_envs)):
+            state["obs"] = envs.step(actions(state["obs"]))[0]
+        return max(1, count // envs.num_envs) * envs.num_envs
+
+    return run
+
+
+def legal(rng: np.random.Generator) -> Callable[[Any], Any]:
+    def choose(obs: Any) -> Any:
+        masks = np.atleast_2d(obs["action_mask"])
+        picks = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        return picks if obs["action_mask"].ndim == 2 else int(picks[0])
+
+    return choose
+
+
+def in_process() -> dict[str, Callable[[int], int]]:
+    """The environments' own steps, without any server: ALE through gymnasium, and our server classes."""
+    from openenv_lab.servers.atari import AtariAction, AtariEnvironment
+    from openenv_lab.servers.chess import ChessAction, ChessEnvironment
+    from openenv_lab.servers.echo import EchoAction, EchoEnvironment
+    from openenv_lab.servers.finrl import FinRLAction, FinRLEnvironment, load_market
+
+    rng = np.random.default_rng(0)
+    ale = gym.make("ALE/Pong-v5", repeat_action_probability=0.0)
+    ale.reset(seed=0)
+    pong_actions = rng.integers(0, 6, 4096)
+    finrl = FinRLEnvironment(load_market())
+    finrl.reset(seed=0)
+    finrl_actions = rng.uniform(-1, 1, (4096, 5)).round(3).tolist()
+    chess_env = ChessEnvironment(opponent="random", agent_color="white")
+    chess_env.reset(seed=0)
+    atari = AtariEnvironment()
+    atari.reset(seed=0, screen_encoding="delta")
+    echo = EchoEnvironment(max_steps=10**9)
+    echo.reset(seed=0)
+
+    def ale_run(count: int) -> int:
+        for i in range(count):
+            if any(ale.step(pong_actions[i % 4096])[2:4]):
+                ale.reset()
+        return count
+
+    def finrl_run(count: int) -> int:
+        for i in range(count):
+            if finrl.step(FinRLAction(actions=finrl_actions[i % 4096])).done:
+                finrl.reset()
+        return count
+
+    def chess_run(count: int) -> int:
+        obs = chess_env.reset(seed=1)
+        for _ in range(count):
+            if obs.done:
+                obs = chess_env.reset()
+            obs = chess_env.step(ChessAction(move=obs.legal_moves[int(rng.integers(len(obs.legal_moves)))]))
+        return count
+
+    def atari_run(count: int) -> int:
+        for i in range(count):
+            if atari.step(AtariAction(action_id=int(pong_actions[i % 4096]))).done:
+                atari.reset(screen_encoding="delta")
+        return count
+
+    def echo_run(count: int) -> int:
+        for _ in range(count):
+            echo.step(EchoAction(message="hi"))
+        return count
+
+    return {
+        "ALE/Pong-v5 in process": ale_run,
+        "FinRL class": finrl_run,
+        "chess class": chess_run,
+        "atari class": atari_run,
+        "echo class": echo_run,
+    }
+
+
+def serialisation_us(repeats: int) -> dict[str, float]:
+    """Microseconds to turn one observation of each family into the JSON ``/ws`` sends, in this process."""
+    from pydantic_core import to_json
+
+    from openenv_lab.servers import import_openenv_server
+    from openenv_lab.servers.atari import AtariAction, AtariEnvironment
+    from openenv_lab.servers.chess import ChessAction, ChessEnvironment
+    from openenv_lab.servers.echo import EchoAction, EchoEnvironment
+    from openenv_lab.servers.finrl import FinRLAction, FinRLEnvironment, load_market
+
+    serialize = import_openenv_server().serialization.serialize_observation
+    atari = AtariEnvironment()
+    atari.reset(seed=0, screen_encoding="delta")
+    chess_env = ChessEnvironment(opponent="random", agent_color="white")
+    first = chess_env.reset(seed=0)
+    echo = EchoEnvironment()
+    echo.reset()
+    finrl = FinRLEnvironment(load_market())
+    finrl.reset(seed=0)
+    observations = {
+        "echo": echo.step(EchoAction(message="hi")),
+        "chess": chess_env.step(ChessAction(move=first.legal_moves[0])),
+        "atari": atari.step(AtariAction(action_id=2)),
+        "finrl": finrl.step(FinRLAction(actions=[0.5, -0.5, 0.0, 0.2, -0.1])),
+    }
+    times = {}
+    for name, observation in observations.items():
+        started = time.perf_counter()
+        for _ in range(repeats):
+            to_json({"type": "observation", "data": serialize(observation)}, inf_nan_mode="null")
+        times[name] = 1e6 * (time.perf_counter() - started) / repeats
+    return times
+
+
+def raw_server() -> tuple[subprocess.Popen[str], str, int]:
+    process = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "raw_echo_server.py")], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    match = re.search(r"(http://127\.0\.0\.1:\d+) pid (\d+)", line)
+    if not match:
+        process.kill()
+        raise RuntimeError(f"the raw echo server did not start: {line!r}")
+    return process, match.group(1), int(match.group(2))
+
+
+def raw_client(url: str, batch: int) -> Callable[[int], int]:
+    """Echo messages by hand (``websockets``' sync client and ``json``): one per message, or ``batch``."""
+    from websockets.sync.client import connect
+
+    ws = connect(url.replace("http", "ws") + "/ws", max_size=None, compression=None, proxy=None)
+    if batch == 1:
+        message = json.dumps({"type": "step", "data": {"message": "hi"}})
+    else:
+        entries = [{"session": i, "type": "step", "data": {"message": "hi"}} for i in range(batch)]
+        message = json.dumps({"type": "batch", "data": entries})
+
+    def run(count: int) -> int:
+        for _ in range(max(1, count // batch)):
+            ws.send(message)
+            json.loads(ws.recv())
+        return max(1, count // batch) * batch
+
+    return run
+
+
+def measure(rounds: int, steps: int) -> dict[str, Any]:
+    rng = np.random.default_rng(0)
+    servers = {name: EmbeddedServer(name, max_sessions=64) for name in ("echo", "atari", "finrl", "chess")}
+    urls = {name: server.start() for name, server in servers.items()}
+    pids = {name: server._process.pid for name, server in servers.items()}  # type: ignore[union-attr]
+    raw, raw_url, raw_pid = raw_server()
+    envs: list[Any] = []
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        env = gym.make(*args, **kwargs)
+        envs.append(env)
+        return env
+
+    def make_vec(*args: Any, **kwargs: Any) -> Any:
+        env = gym.make_vec(*args, **kwargs)
+        envs.append(env)
+        return env
+
+    try:
+        finrl_actions = rng.uniform(-1, 1, (N, 5)).astype(np.float32)
+        runs: dict[str, Measured] = {name: Measured(run, None) for name, run in in_process().items()}
+        runs.update(
+            {
+                "echo, one env": Measured(
+                    single(make("openenv/echo", base_url=urls["echo"]), lambda obs: "hi"), pids["echo"]
+                ),
+                "openenv/atari (deltas)": Measured(
+                    single(
+                        make("openenv/atari", game="pong", base_url=urls["atari"]),
+                        lambda obs: int(rng.integers(6)),
+                    ),
+                    pids["atari"],
+                ),
+                "openenv/finrl": Measured(
+                    single(make("openenv/finrl", base_url=urls["finrl"]), lambda obs: finrl_actions[0]),
+                    pids["finrl"],
+                ),
+                "openenv/chess, one env": Measured(
+                    single(make("openenv/chess", base_url=urls["chess"], agent_color="white"), legal(rng)),
+                    pids["chess"],
+                ),
+                f"echo, make_vec {N}": Measured(
+                    vector(
+                        make_vec("openenv/echo", num_envs=N, base_url=urls["echo"]), lambda obs: ("hi",) * N
+                    ),
+                    pids["echo"],
+                ),
+                f"openenv/finrl, make_vec {N}": Measured(
+                    vector(
+                        make_vec("openenv/finrl", num_envs=N, base_url=urls["finrl"]),
+                        lambda obs: finrl_actions,
+                    ),
+                    pids["finrl"],
+                ),
+                f"openenv/chess, make_vec {N}": Measured(
+                    vector(
+                        make_vec("openenv/chess", num_envs=N, base_url=urls["chess"], agent_color="white"),
+                        legal(rng),
+                    ),
+                    pids["chess"],
+                ),
+                "raw websockets, one message a step": Measured(raw_client(raw_url, 1), raw_pid),
+                f"raw websockets, {N} steps a message": Measured(raw_client(raw_url, N), raw_pid),
+            }
+        )
+        samples: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
+        for _ in range(rounds):
+            for name, run in runs.items():
+                count = steps * (4 if "class" in name or "in process" in name else 1)
+                samples[name].append(run(count))
+        return {
+            name: {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+            for name, rows in samples.items()
+        }
+    finally:
+        for env in envs:
+            env.close()
+        for server in servers.values():
+            server.stop()
+        raw.terminate()
+        raw.wait(10)
+
+
+def ceiling(work: float, trip: float) -> float:
+    return 1 / (1 / work + 1 / trip)
+
+
+def breakdown(
+    rates: dict[str, dict[str, float]], serialised: dict[str, float]
+) -> dict[str, dict[str, float]]:
+    """Server CPU per step of each family's one env, split: env, serialisation, transport, framework."""
+    transport = rates["raw websockets, one message a step"]["server_cpu_us"]
+    families = {
+        "echo": ("echo, one env", "echo class"),
+        "chess": ("openenv/chess, one env", "chess class"),
+        "atari": ("openenv/atari (deltas)", "atari class"),
+        "finrl": ("openenv/finrl", "FinRL class"),
+    }
+    rows = {}
+    for family, (remote, work) in families.items():
+        total = rates[remote]["server_cpu_us"]
+        env = 1e6 / rates[work]["steps_per_s"]
+        rows[family] = {
+            "server_cpu_us": total,
+            "env_us": env,
+            "serialisation_us": serialised[family],
+            "transport_us": transport,
+            "framework_us": total - env - serialised[family] - transport,
+        }
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=800, help="environment steps per measurement")
+    parser.add_argument("--quick", action="store_true", help="tiny numbers, for smoke tests")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rounds, args.steps = 1, 64
+    rates = measure(args.rounds, args.steps)
+    serialised = serialisation_us(20 if args.quick else 2000)
+    per_s = {name: row["steps_per_s"] for name, row in rates.items()}
+    targets = {}
+    for name, (result, work, trip, aim) in TARGETS.items():
+        top = ceiling(per_s[work], per_s[trip])
+        targets[name] = {
+            "steps_per_s": per_s[result],
+            "ceiling_per_s": top,
+            "of_ceiling": per_s[result] / top,
+            "target": aim,
+        }
+    raw = per_s[f"raw websockets, {N} steps a message"]
+    transport = {
+        "echo_make_vec_per_s": per_s[f"echo, make_vec {N}"],
+        "raw_batched_per_s": raw,
+        "vs_raw": per_s[f"echo, make_vec {N}"] / raw,
+        "target": 0.8,
+        "ours_client_cpu_us": rates[f"echo, make_vec {N}"]["client_cpu_us"],
+        "ours_server_cpu_us": rates[f"echo, make_vec {N}"]["server_cpu_us"],
+        "raw_client_cpu_us": rates[f"raw websockets, {N} steps a message"]["client_cpu_us"],
+        "raw_server_cpu_us": rates[f"raw websockets, {N} steps a message"]["server_cpu_us"],
+    }
+    split = breakdown(rates, serialised)
+    report = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "settings": {"rounds": args.rounds, "steps": args.steps, "n": N},
+        "rates": rates,
+        "targets": targets,
+        "transport": transport,
+        "server_breakdown_us": split,
+    }
+    print(f"Median of {args.rounds} rounds; steps per second (client / server CPU per step, us)")
+    for name, row in rates.items():
+        server = f"{row['server_cpu_us']:.0f}" if "server_cpu_us" in row else "-"
+        print(f"  {name:40s} {row['steps_per_s']:10,.0f}   ({row['client_cpu_us']:.0f} / {server})")
+    print("\nAgainst the ceiling (in-process step + round trip, this run)")
+    for name, row in targets.items():
+        mark = "met" if row["of_ceiling"] >= row["target"] else "below"
+        print(
+            f"  {name:24s} {row['steps_per_s']:9,.0f} of {row['ceiling_per_s']:9,.0f}/s = "
+            f"{row['of_ceiling']:.2f} (target {row['target']:.1f}: {mark})"
+        )
+    t = transport
+    print(
+        f"\nTransport: echo make_vec {N} {t['echo_make_vec_per_s']:,.0f}/s vs raw batched "
+        f"{t['raw_batched_per_s']:,.0f}/s = {t['vs_raw']:.2f}x (target {t['target']}); CPU per step: "
+        f"client {t['ours_client_cpu_us']:.1f} vs {t['raw_client_cpu_us']:.1f} us, "
+        f"server {t['ours_server_cpu_us']:.1f} vs {t['raw_server_cpu_us']:.1f} us"
+    )
+    print("\nServer CPU per step, one env on /ws (us): total = env + serialisation + transport + framework")
+    for family, row in split.items():
+        parts = " + ".join(
+            f"{row[key]:5.0f}" for key in ("env_us", "serialisation_us", "transport_us", "framework_us")
+        )
+        print(f"  {family:6s} {row['server_cpu_us']:7.0f} = {parts}")
+    if args.json:
+        write_text_atomically(args.json, json.dumps(report, indent=2) + "\n", what="the results")
+        print(f"Results written to {args.json}")
+    return report
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
