@@ -126,3 +126,34 @@ def test_the_trl_tools_script_puts_a_tool_call_beside_a_generation(tmp_path):
     seconds = report["generation_s"]["smoke model (CPU)"]
     assert share == report["environment"]["tool_call_s"] / (report["environment"]["tool_call_s"] + seconds)
     assert "environment share" in completed.stdout
+
+
+@pytest.mark.slow
+def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
+    completed, report = run("ceilings.py", "--quick", json_path=tmp_path / "ceilings.json", timeout=600)
+    for row in report["targets"].values():
+        assert row["of_ceiling"] == row["steps_per_s"] / row["ceiling_per_s"] and 0 < row["target"] < 1
+    transport = report["transport"]
+    assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
+    assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
+    for row in report["server_breakdown_us"].values():
+        parts = row["env_us"] + row["serialisation_us"] + row["transport_us"] + row["framework_us"]
+        assert parts == pytest.approx(row["server_cpu_us"])
+    assert "Against the ceiling" in completed.stdout
+
+
+@pytest.mark.slow
+def test_the_evaluation_script_compares_evaluate_with_a_loop(tmp_path):
+    _, report = run(
+        "evaluation_throughput.py", "--quick", json_path=tmp_path / "evaluation.json", timeout=300
+    )
+    assert report["vs_loop"]["loop over a single env"] == 1.0
+    assert all(rate > 0 for rate in report["episodes_per_s"].values())
+
+
+@pytest.mark.slow
+def test_the_install_script_reports_the_largest_dependencies(tmp_path):
+    _, report = run("install_cost.py", "--quick", json_path=tmp_path / "install.json", timeout=300)
+    row = report["installs"]["this environment"]
+    assert len(row["largest"]) == 5 and row["largest"][0]["mib"] >= row["largest"][-1]["mib"]
+    assert row["import_s"] > 0 and row["first_observation_s"] > 0
