@@ -66,11 +66,11 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
     def error(message: str, code: str, **extra: Any) -> dict[str, Any]:
         return {"type": "error", "data": {"message": message, "code": code, **extra}}
 
-    async def handle(session_id: str, env: Any, kind: str, data: Any) -> str:
-        """One entry's reply, serialised: what ``/ws`` would send for this request."""
+    async def handle(session_id: str, env: Any, kind: str, data: Any) -> dict[str, Any]:
+        """One entry's reply: what ``/ws`` would send for this request."""
         if not isinstance(data, dict) or (kind == "step" and not data):
             problem = 'The request needs a "data" object (the action, for a step)'
-            return strict_json(error(problem, "VALIDATION_ERROR"))
+            return error(problem, "VALIDATION_ERROR")
         try:
             if kind == "step":
                 action = deserialize_action(data, action_cls)
@@ -94,12 +94,12 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 reply = {"type": "state", "data": state.model_dump() if hasattr(state, "model_dump") else {}}
             else:
                 reply = error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
-            return strict_json(reply)
+            return reply
         except ValidationError as exc:
             errors = json.loads(exc.json(include_url=False))
-            return strict_json(error("Invalid message", "VALIDATION_ERROR", errors=errors))
+            return error("Invalid message", "VALIDATION_ERROR", errors=errors)
         except Exception as exc:
-            return strict_json(error(str(exc), "EXECUTION_ERROR"))
+            return error(str(exc), "EXECUTION_ERROR")
 
     def inline(env: Any) -> bool:
         """Whether the env's next step runs on the event loop (our environments' quick steps)."""
@@ -123,7 +123,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
         return None
 
     async def run(sessions: list[tuple[str, Any]], entries: list[dict[str, Any]]) -> str:
-        replies: list[str] = [""] * len(entries)
+        replies: list[dict[str, Any]] = [{}] * len(entries)
         waiting = []  # requests that may leave the event loop (resets, steps in threads): run together
         for k, entry in enumerate(entries):
             session_id, env = sessions[entry["session"]]
@@ -137,7 +137,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             done = await asyncio.gather(*(coroutine for _, coroutine in waiting))
             for (k, _), reply in zip(waiting, done, strict=True):
                 replies[k] = reply
-        return '{"type":"batch","data":[' + ",".join(replies) + "]}"
+        return strict_json({"type": "batch", "data": replies})  # one serialisation for the whole batch
 
     @app.websocket(BATCH_ROUTE)
     async def batch_endpoint(websocket: WebSocket) -> None:
