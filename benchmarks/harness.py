@@ -4,9 +4,10 @@ Runs, one after the other in this process: `step_latency` (one chess env: ours v
 official client, and gym.make times), `vector_throughput` (echo, chess and Atari for N in 1, 4, 16, 64:
 our vector env vs gymnasium's Sync/AsyncVectorEnv, with client and server CPU per step) and
 `env_throughput` (Atari and FinRL through the wrapper vs in process), `atari_preprocessing` (Atari with
-DeepMind preprocessing on the server vs gymnasium's wrappers in process) and `fleet` (a vector env over N
-server processes vs one multi-session server, and start-to-first-step times). Keep the JSON of each commit to
-compare them.
+DeepMind preprocessing on the server vs gymnasium's wrappers in process), `fleet` (a vector env over N
+server processes vs one multi-session server, and start-to-first-step times) and `ceilings` (each speed
+target beside the ceiling measured in the same run, the transport against a raw websockets server, and
+where the server's CPU per step goes). Keep the JSON of each commit to compare them.
 
     python benchmarks/harness.py --json results/$(git rev-parse --short HEAD).json
     python benchmarks/harness.py --quick                # seconds, for smoke tests
@@ -25,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 import atari_preprocessing
+import ceilings
 import env_throughput
 import fleet
 import step_latency
@@ -44,6 +46,7 @@ def main(argv: list[str] | None = None) -> dict:
         ("env_throughput", env_throughput),
         ("atari_preprocessing", atari_preprocessing),
         ("fleet", fleet),
+        ("ceilings", ceilings),
     ):
         print(f"\n===== {name} =====")
         sections[name] = module.main(quick)

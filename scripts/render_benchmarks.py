@@ -211,6 +211,37 @@ def scaling(section: dict[str, Any]) -> str:
     return _table(header, rows)
 
 
+def ceilings(section: dict[str, Any]) -> str:
+    rows = [
+        [
+            name,
+            _number(row["steps_per_s"]),
+            _number(row["ceiling_per_s"]),
+            f"{row['of_ceiling']:.2f}",
+            f"{row['target']:.1f}",
+        ]
+        for name, row in section["targets"].items()
+    ]
+    targets = _table(["steps per second", "ours", "ceiling", "of the ceiling", "target"], rows)
+    t = section["transport"]
+    transport = (
+        f"The transport: `openenv/echo` make_vec {section['settings']['n']} "
+        f"{_number(t['echo_make_vec_per_s'])} steps/s against a raw `websockets` server and client, "
+        f"{_number(t['raw_batched_per_s'])} steps/s: {t['vs_raw']:.2f}x (target {t['target']}). CPU per step: "
+        f"client {t['ours_client_cpu_us']:.0f} µs (raw {t['raw_client_cpu_us']:.0f}), server "
+        f"{t['ours_server_cpu_us']:.0f} µs (raw {t['raw_server_cpu_us']:.0f})."
+    )
+    parts = ("env_us", "serialisation_us", "transport_us", "framework_us")
+    split = _table(
+        ["server CPU per step, one env (µs)", "total", "environment", "serialisation", "transport", "framework"],
+        [
+            [family, _number(row["server_cpu_us"]), *(_number(row[key]) for key in parts)]
+            for family, row in section["server_breakdown_us"].items()
+        ],
+    )
+    return f"{targets}\n\n{transport}\n\n{split}"
+
+
 def _where(servers: str) -> str:
     """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
     if servers == "docker":
@@ -226,6 +257,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "fleet": fleet,
     "compatibility": compatibility,
     "scaling": scaling,
+    "ceilings": ceilings,
 }
 
 
