@@ -3,6 +3,7 @@ and asking it for an embedded server says what is missing instead of failing obs
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -56,3 +57,14 @@ def test_a_client_only_install_plays_remote_servers_and_names_what_an_embedded_o
     assert "STEPPED " in done.stdout
     assert "REFUSED The embedded chess server needs the openenv package" in done.stdout
     assert "Pass base_url=" in done.stdout
+
+
+def test_the_readme_names_every_package_of_the_client_install():
+    readme = (ROOT / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if "pip install --no-deps openenv-lab &&" in line)
+    wanted = [
+        re.split(r"[<>=~!]", line)[0].strip()
+        for line in (ROOT / "requirements-client.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert wanted and command.split("pip install ")[-1].strip(" `").split() == wanted
