@@ -213,19 +213,29 @@ class _Runner:
     def run(self) -> None:
         self._start(list(range(min(self.envs.num_envs, len(self.pending)))))
         while self.running:
-            actions = self.policy.act(dict(self.observations), self.infos, self.envs.single_observation_space)
-            failed = [i for i, action in actions.items() if isinstance(action, _Failure)]
-            for i in failed:
-                self._finish(i, error=actions[i].error)
-            if failed:
-                self._start([i for i in failed if self.pending])
-                continue  # the new episodes need actions first
-            self._step({i: actions[i] for i in sorted(actions)})
+            # The policy is asked once per observation: where it fails, that episode ends and the
+            # sub-environment starts its next seed, whose first observation is asked for in turn.
+            actions: dict[int, Any] = {}
+            asking = set(self.running)
+            while asking:
+                answers = self.policy.act(
+                    {i: self.observations[i] for i in sorted(asking)},
+                    self.infos,
+                    self.envs.single_observation_space,
+                )
+                failed = [i for i, action in answers.items() if isinstance(action, _Failure)]
+                for i in failed:
+                    self._finish(i, error=answers[i].error)
+                actions.update((i, action) for i, action in answers.items() if i not in failed)
+                asking = set(self._start(failed))
+            if actions:
+                self._step({i: actions[i] for i in sorted(actions)})
 
-    def _start(self, ids: list[int]) -> None:
+    def _start(self, ids: list[int]) -> list[int]:
+        """Reset sub-environments ``ids`` with the next seeds (as many as are left); the ids started."""
         ids = ids[: len(self.pending)]
         if not ids:
-            return
+            return []
         seeds: list[int | None] = [None] * self.envs.num_envs
         mask = np.zeros(self.envs.num_envs, dtype=np.bool_)
         for i in ids:
@@ -243,6 +253,7 @@ class _Runner:
                 self.infos[i] = per_env[i]
             task = tasks[i] if tasks is not None else None
             self.running[i].task_id = task.get("id") if isinstance(task, dict) else None
+        return ids
 
     def _step(self, actions: dict[int, Any]) -> None:
         ids = list(actions)
@@ -278,7 +289,7 @@ class _Runner:
             if terminations[j] or truncations[j]:
                 self._finish(i, terminated=bool(terminations[j]), truncated=bool(truncations[j]))
                 ended.append(i)
-        self._start([i for i in ended if self.pending])
+        self._start(ended)
 
     def _finish(
         self, i: int, *, terminated: bool = False, truncated: bool = False, error: str | None = None

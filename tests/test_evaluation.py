@@ -319,3 +319,22 @@ def test_a_few_wins_among_many_draws_are_not_called_a_difference():
     result = openenv_lab.compare(a, b)
     assert result.ci[0] > 0 and result.p_value == pytest.approx(2 / 2**4)
     assert result.verdict.startswith("No difference detectable with 100 episodes")
+
+
+def test_the_policy_is_asked_once_per_observation_even_when_others_fail():
+    calls = {"n": 0}
+
+    def every_fifth_fails(obs):
+        calls["n"] += 1
+        if calls["n"] % 5 == 0:
+            raise RuntimeError("no")
+        return "hi"
+
+    result = openenv_lab.evaluate(
+        every_fifth_fails, "openenv/echo", episodes=10, n_envs=3, max_steps=3, progress=False
+    )
+    table = result.episodes
+    failed = table.filter(pl.col("failed"))
+    # each step asked once (failed episodes' steps too), and each failure once: nothing asked twice
+    assert calls["n"] == table["length"].sum() + failed.height and failed.height > 0
+    assert table.height == 10
