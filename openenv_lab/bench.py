@@ -24,7 +24,7 @@ from gymnasium.utils.env_checker import data_equivalence
 
 from .client import CapacityError, Client, OpenEnvError, Session
 
-__all__ = ["BenchReport", "bench"]
+__all__ = ["BenchReport", "bench", "random_action"]
 
 #: Sessions opened at most when a server does not report its capacity.
 PROBE_LIMIT = 16
@@ -92,9 +92,10 @@ def bench(
     )
 
 
-def _random_action(env: gym.Env, observation: Any) -> Any:
-    if isinstance(observation, dict) and "action_mask" in observation and observation["action_mask"].any():
-        return env.action_space.sample(mask=observation["action_mask"])
+def random_action(env: gym.Env, observation: Any) -> Any:
+    """A random action, among the legal ones where the observation has an ``action_mask``."""
+    if isinstance(observation, dict) and "action_mask" in observation and np.any(observation["action_mask"]):
+        return env.action_space.sample(mask=np.asarray(observation["action_mask"], dtype=np.int8))
     return env.action_space.sample()
 
 
@@ -105,7 +106,7 @@ def _latencies(env: gym.Env, steps: int, seed: int) -> tuple[list[float], int]:
     latencies: list[float] = []
     transferred = 0
     while len(latencies) < steps:
-        action = _random_action(env, observation)
+        action = random_action(env, observation)
         before = session.bytes_sent + session.bytes_received
         start = time.perf_counter()
         observation, _, terminated, truncated, _ = env.step(action)
@@ -128,7 +129,7 @@ def _seeds(env: gym.Env, seed: int) -> tuple[bool, str]:
         confirmed.append(info["metadata"].get("seed") == value)
         seen = [observation]
         for _ in range(5):
-            observation, _, terminated, truncated, _ = env.step(_random_action(env, observation))
+            observation, _, terminated, truncated, _ = env.step(random_action(env, observation))
             seen.append(observation)
             if terminated or truncated:
                 break

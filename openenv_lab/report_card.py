@@ -48,7 +48,7 @@ import numpy as np
 from gymnasium.utils.env_checker import check_env
 
 from .adapters.schema import ENVELOPE_FIELDS
-from .bench import bench
+from .bench import bench, random_action
 from .client import OpenEnvError, ServerError
 from .evaluation import evaluate
 
@@ -280,7 +280,7 @@ def _state_contract(env: gym.Env) -> Check:
         session = env.unwrapped.session
         states = [session.state()]
         for _ in range(2):
-            obs, _, terminated, truncated, _ = env.step(_random_action(env, obs))
+            obs, _, terminated, truncated, _ = env.step(random_action(env, obs))
             states.append(session.state())
             if terminated or truncated:
                 break
@@ -313,12 +313,6 @@ def _state_contract(env: gym.Env) -> Check:
     return Check(name, "fail", f"step_count went {counts} over {len(counts) - 1} steps", values)
 
 
-def _random_action(env: gym.Env, observation: Any) -> Any:
-    if isinstance(observation, dict) and "action_mask" in observation and np.any(observation["action_mask"]):
-        return env.action_space.sample(mask=np.asarray(observation["action_mask"], dtype=np.int8))
-    return env.action_space.sample()
-
-
 def _episodes(
     env: gym.Env, episodes: int, max_steps: int
 ) -> tuple[list[Any], list[float], list[tuple[bool, bool]], str | None]:
@@ -333,7 +327,7 @@ def _episodes(
         obs, info = env.reset(seed=seed)
         observations.append(info.get("raw_observation"))
         for _ in range(max_steps):
-            action = _random_action(env, obs)
+            action = random_action(env, obs)
             obs, reward, terminated, truncated, info = env.step(action)
             observations.append(info.get("raw_observation"))
             rewards.append(float(reward))
