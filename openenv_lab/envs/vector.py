@@ -67,7 +67,7 @@ from ._build import (
 from ._build import autoreset_mode as autoreset_mode_of
 from ._episode import Episode, retry_after_collecting
 from .attributes import SubEnvironmentAttributes
-from .infos import add_info
+from .infos import batch_infos
 from .tasks import TaskCatalog, selection, spread
 
 __all__ = ["OpenEnvVectorEnv"]
@@ -284,11 +284,12 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         requests = {i: ("reset", self.episodes[i].reset_request(seeds[i], options)) for i in indices}
         self._send(requests)
         replies = self._collect(len(requests))
-        infos: dict[str, Any] = {}
+        reset_infos = []
         for i in indices:
             self._env_obs[i], _, _, _, info = replies[i]
             self._autoreset_envs[i] = False
-            infos = add_info(infos, info, i, self.num_envs)
+            reset_infos.append((i, info))
+        infos = batch_infos(reset_infos, self.num_envs)
         self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
         return (deepcopy(self._observations) if self.copy else self._observations), infos
 
@@ -319,9 +320,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
                 final_obs, final_info = self._env_obs[i], infos_by_env[i]
                 self._env_obs[i], _, _, _, info = resets[i]
                 infos_by_env[i] = {**info, "final_obs": final_obs, "final_info": final_info}
-        infos: dict[str, Any] = {}
-        for i, info in enumerate(infos_by_env):
-            infos = add_info(infos, info, i, self.num_envs)
+        infos = batch_infos(enumerate(infos_by_env), self.num_envs)
         self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
         self._autoreset_envs = ended
         return (
@@ -389,7 +388,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         replies = self._collect(size)
         ids = list(replies)
         single_obs: list[Any] = []
-        infos: dict[str, Any] = {}
+        batch_info: list[tuple[int, dict[str, Any]]] = []
         rewards = np.zeros(size, dtype=np.float64)
         terminations = np.zeros(size, dtype=np.bool_)
         truncations = np.zeros(size, dtype=np.bool_)
@@ -397,7 +396,8 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             self._env_obs[i], rewards[j], terminations[j], truncations[j], info = replies[i]
             self._autoreset_envs[i] = terminations[j] or truncations[j]
             single_obs.append(self._env_obs[i])
-            infos = add_info(infos, info, j, size)  # rows as the batch's, not num_envs
+            batch_info.append((j, info))  # rows as the batch's, not num_envs
+        infos = batch_infos(batch_info, size)
         infos["env_id"] = np.array(ids)
         batch = create_empty_array(self.single_observation_space, n=size, fn=np.zeros)
         return (

@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openenv_lab.envs.infos import add_info, split_infos
+from openenv_lab.envs.infos import add_info, batch_infos, split_infos
 
 KEYS = st.sampled_from(["a", "b", "c"])
 ARRAYS = st.builds(
@@ -47,6 +48,59 @@ def same(got, want) -> bool:
     if isinstance(want, (float, np.floating)) and math.isnan(want):
         return math.isnan(got)
     return bool(got == want) if not isinstance(want, (list, str)) else got == want
+
+
+def identical(got, want) -> bool:
+    """The same batched infos: keys in the same order, arrays of the same dtype, shape and elements."""
+    if isinstance(want, dict):
+        return (
+            isinstance(got, dict)
+            and list(got) == list(want)
+            and all(identical(got[k], want[k]) for k in want)
+        )
+    if isinstance(want, np.ndarray):
+        if not (type(got) is np.ndarray and got.dtype == want.dtype and got.shape == want.shape):
+            return False
+        if want.dtype != object:
+            return bool(np.array_equal(got, want, equal_nan=want.dtype.kind in "fc"))
+        return all(identical(g, w) for g, w in zip(got.tolist(), want.tolist(), strict=True))
+    return type(got) is type(want) and same(got, want)
+
+
+def added_row_by_row(pairs, rows):
+    batched: dict = {}
+    for row, info in pairs:
+        batched = add_info(batched, info, row, rows)
+    return batched
+
+
+@settings(max_examples=500, deadline=None)
+@given(INFOS, st.randoms(use_true_random=False))
+def test_batching_a_key_at_a_time_is_adding_row_by_row(infos, random):
+    rows = list(range(len(infos) + 1))
+    random.shuffle(rows)  # any rows, in any order, one left out
+    pairs = list(zip(rows, infos, strict=False))
+    assert identical(batch_infos(pairs, len(rows)), added_row_by_row(pairs, len(rows)))
+
+
+@pytest.mark.parametrize(
+    "infos",
+    [
+        [{"a": 1}, {"a": 2**63}],  # beyond int64: objects
+        [{"a": 1}, {"a": 1.5}],  # widened to floats
+        [{"a": np.float32(1)}, {"a": 2.0}],  # numpy's scalars
+        [{"a": {"b": 1}}, {"a": 2}],  # a dict beside a number
+        [{"a": np.zeros(2)}, {"a": np.zeros(3)}],  # other shapes
+        [{"a": np.zeros(2, np.int8)}, {"a": np.full(2, 300)}],  # other dtypes
+        [{"a": 1, "_a": True}, {"a": 2}],  # a key named like a mask
+        [{"final_obs": np.zeros(2)}, {"final_obs": None}],
+        [{"a": [1, 2]}, {"a": "x"}, {"a": None}],
+        [{"a": True}, {"b": False}],
+    ],
+)
+def test_batching_the_awkward_cases_is_adding_row_by_row(infos):
+    pairs = list(enumerate(infos))
+    assert identical(batch_infos(pairs, len(infos)), added_row_by_row(pairs, len(infos)))
 
 
 @settings(max_examples=300, deadline=None)
