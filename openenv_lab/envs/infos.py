@@ -83,60 +83,67 @@ def batch_infos(env_infos: Iterable[tuple[int, dict[str, Any]]], rows: int) -> d
         (array([3, 0, 1]), array([ True, False,  True]), array([None, None, 'b'], dtype=object))
     """
     pairs = list(env_infos)
-    columns: dict[str, list[tuple[int, Any]]] = {}
+    columns: dict[str, tuple[list[int], list[Any]]] = {}
     for row, info in pairs:
         for key, value in info.items():
             column = columns.get(key)
             if column is None:
-                columns[key] = [(row, value)]
+                columns[key] = ([row], [value])
             else:
-                column.append((row, value))
+                column[0].append(row)
+                column[1].append(value)
     if any(key.startswith("_") for key in columns):  # a key that may be another's mask: as add_info does
         out: dict[str, Any] = {}
         for row, info in pairs:
             out = add_info(out, info, row, rows)
         return out
     batched: dict[str, Any] = {}
-    for key, column in columns.items():
-        array = None if key == "final_obs" else _column(column, rows)
+    for key, (at, values) in columns.items():
+        array = None if key == "final_obs" else _column(at, values, rows)
         if array is None:  # mixed kinds, or final_obs: row by row, as add_info does
             one: dict[str, Any] = {}
-            for row, value in column:
+            for row, value in zip(at, values, strict=True):
                 one = add_info(one, {key: value}, row, rows)
             array, mask = one[key], one[f"_{key}"]
         else:
             mask = np.zeros(rows, dtype=np.bool_)
-            for row, _ in column:
-                mask[row] = True
+            mask[at] = True
         batched[key], batched[f"_{key}"] = array, mask
     return batched
 
 
-def _column(column: list[tuple[int, Any]], rows: int) -> Any:
-    """One key's values as `add_info` would batch them, when they are all of one kind; else None."""
-    first = column[0][1]
-    kind = type(first)
-    if any(type(value) is not kind for _, value in column):
+def _column(at: list[int], values: list[Any], rows: int) -> Any:
+    """One key's values (in rows ``at``) as `add_info` would batch them, when all are of one kind; else
+    None."""
+    kinds = set(map(type, values))
+    if len(kinds) != 1:
         return None
+    kind = kinds.pop()
     if issubclass(kind, dict):
-        return batch_infos(column, rows)
-    if kind is int:
-        if not all(-(2**63) <= value < 2**63 for _, value in column):
+        return batch_infos(zip(at, values, strict=True), rows)
+    if kind is int or kind is float or kind is bool:
+        if kind is int and not (min(values) >= -(2**63) and max(values) < 2**63):
             return None
-        array = np.zeros(rows, dtype=np.int64)
-    elif kind is float or kind is bool:
-        array = np.zeros(rows, dtype=kind)
-    elif kind is np.ndarray:
+        array = np.zeros(rows, dtype=np.int64 if kind is int else kind)
+        array[at] = values
+        return array
+    first = values[0]
+    if kind is np.ndarray:
         shape, dtype = first.shape, first.dtype
-        if any(value.shape != shape or value.dtype != dtype for _, value in column):
+        if any(value.shape != shape or value.dtype != dtype for value in values):
             return None
         array = np.zeros((rows, *shape), dtype=dtype)
-    elif isinstance(first, (np.generic, np.ndarray)):  # numpy's scalars, arrays' subclasses
+        if dtype.kind == "O":  # numpy would look inside the objects: one row at a time
+            for row, value in zip(at, values, strict=True):
+                array[row] = value
+        else:
+            array[at] = values
+        return array
+    if isinstance(first, (np.generic, np.ndarray)):  # numpy's scalars, arrays' subclasses
         return None
-    else:  # text, lists, None and other objects: one object per row
-        array = np.full(rows, fill_value=None, dtype=object)
+    array = np.full(rows, fill_value=None, dtype=object)  # text, lists, None, other objects: one per row
     try:
-        for row, value in column:
+        for row, value in zip(at, values, strict=True):
             array[row] = value
     except _MISFITS:
         return None

@@ -96,6 +96,8 @@ def test_batching_a_key_at_a_time_is_adding_row_by_row(infos, random):
         [{"final_obs": np.zeros(2)}, {"final_obs": None}],
         [{"a": [1, 2]}, {"a": "x"}, {"a": None}],
         [{"a": True}, {"b": False}],
+        [{"a": np.array([[1, 2], None], dtype=object)}, {"a": np.array([(3,), "x"], dtype=object)}],
+        [{"a": 2**63 - 1}, {"a": -(2**63)}],
     ],
 )
 def test_batching_the_awkward_cases_is_adding_row_by_row(infos):
