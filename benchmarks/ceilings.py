@@ -12,14 +12,21 @@ FinRL, make_vec 16      ``FinRLEnvironment``                   ``openenv/echo``,
 chess, make_vec 16      ``ChessEnvironment`` (random opponent) ``openenv/echo``, make_vec 16
 ======================  =====================================  =============================
 
-The transport itself: ``openenv/echo`` make_vec 16 against a raw baseline, a plain ``websockets`` server
-with no framework (``raw_echo_server.py``, its own process) answering 16 echo observations per message to
-a raw ``websockets`` client sending them.
+Beside each result, the same work on a raw server (``raw_server.py --env``, its own process: a plain
+``websockets`` server with no framework running the same environment class), played by a raw client
+(`RawConnection`: websockets' sans-I/O protocol on a blocking socket, JSON by ``pydantic_core``, nothing
+else): what this machine allows for that environment and payload with no framework and no gymnasium at
+all, so a ceiling no implementation reaches here shows as such.
+
+The transport itself: ``openenv/echo`` make_vec 16 against the raw server answering 16 echo observations
+per message to the raw client sending them.
 
 Where the server's time goes, per family (one env, the ``/ws`` route): its CPU per step, measured on the
 server process, split into the environment's step (its class, in this process), serialisation (the
-observation to the JSON the route sends, in this process), the transport (the raw server's CPU per
-message) and, what is left, the framework (routing, sessions, validation, envelopes).
+observation to the JSON the route sends, in this process), the transport (the raw echo server's CPU per
+message), out of process (the raw family server's CPU beyond those three: the same work, slower in a
+server process between network waits) and the framework (ours beyond the raw server's: routing,
+sessions, validation, envelopes).
 
 Rounds alternate the measurements, and the median of the rounds counts (the machine is shared).
 
@@ -35,6 +42,7 @@ import json
 import os
 import platform
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +55,7 @@ import ale_py
 import gymnasium as gym
 import numpy as np
 import psutil
+from pydantic_core import from_json, to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -57,12 +66,31 @@ from openenv_lab.launch import EmbeddedServer  # noqa: E402
 gym.register_envs(ale_py)
 
 N = 16
-#: What each target compares: (result, in-process work, round trip), and the fraction of it we aim for.
+#: What each target compares: (result, in-process work, round trip, the same work on the raw server), and
+#: the fraction of the ceiling we aim for.
 TARGETS = {
-    "Pong, one env": ("openenv/atari (deltas)", "ALE/Pong-v5 in process", "echo, one env", 0.9),
-    "FinRL, one env": ("openenv/finrl", "FinRL class", "echo, one env", 0.9),
-    f"FinRL, make_vec {N}": (f"openenv/finrl, make_vec {N}", "FinRL class", f"echo, make_vec {N}", 0.9),
-    f"chess, make_vec {N}": (f"openenv/chess, make_vec {N}", "chess class", f"echo, make_vec {N}", 0.8),
+    "Pong, one env": (
+        "openenv/atari (deltas)",
+        "ALE/Pong-v5 in process",
+        "echo, one env",
+        "raw atari, one env",
+        0.9,
+    ),
+    "FinRL, one env": ("openenv/finrl", "FinRL class", "echo, one env", "raw finrl, one env", 0.9),
+    f"FinRL, make_vec {N}": (
+        f"openenv/finrl, make_vec {N}",
+        "FinRL class",
+        f"echo, make_vec {N}",
+        f"raw finrl, {N} steps a message",
+        0.9,
+    ),
+    f"chess, make_vec {N}": (
+        f"openenv/chess, make_vec {N}",
+        "chess class",
+        f"echo, make_vec {N}",
+        f"raw chess, {N} steps a message",
+        0.8,
+    ),
 }
 
 
@@ -219,24 +247,74 @@ def serialisation_us(repeats: int) -> dict[str, float]:
     return times
 
 
-def raw_server() -> tuple[subprocess.Popen[str], str, int]:
+def raw_server(family: str = "echo") -> tuple[subprocess.Popen[str], str, int]:
+    """Start ``raw_server.py`` for ``family`` in its own process: (process, URL, pid)."""
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "raw_echo_server.py")], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(Path(__file__).parent / "raw_server.py"), "--env", family],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert process.stdout is not None
     line = process.stdout.readline()
     match = re.search(r"(http://127\.0\.0\.1:\d+) pid (\d+)", line)
     if not match:
         process.kill()
-        raise RuntimeError(f"the raw echo server did not start: {line!r}")
+        raise RuntimeError(f"the raw {family} server did not start: {line!r}")
     return process, match.group(1), int(match.group(2))
 
 
-def raw_client(url: str, batch: int) -> Callable[[int], int]:
-    """Echo messages by hand (``websockets``' sync client and ``json``): one per message, or ``batch``."""
-    from websockets.sync.client import connect
+class RawConnection:
+    """The least a WebSocket client does: websockets' sans-I/O protocol on a blocking socket, read by the
+    thread that waits for the reply (no reader thread, no timeouts, no keepalive), as fast a client as
+    Python gets here."""
 
-    ws = connect(url.replace("http", "ws") + "/ws", max_size=None, compression=None, proxy=None)
+    def __init__(self, url: str) -> None:
+        from websockets.client import ClientProtocol
+        from websockets.uri import parse_uri
+
+        uri = parse_uri(url.replace("http", "ws") + "/ws")
+        self.sock = socket.create_connection((uri.host, uri.port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.protocol = ClientProtocol(uri, max_size=None)
+        self.protocol.send_request(self.protocol.connect())
+        self._flush()
+        self.messages: list[str] = []
+        while not self.protocol.handshake_exc and self.protocol.state.name == "CONNECTING":
+            self._read()
+        if self.protocol.handshake_exc:
+            raise self.protocol.handshake_exc
+
+    def send(self, text: str) -> None:
+        self.protocol.send_text(text.encode())
+        self._flush()
+
+    def recv(self) -> str:
+        while not self.messages:
+            self._read()
+        return self.messages.pop(0)
+
+    def _read(self) -> None:
+        from websockets.frames import Frame, Opcode
+
+        data = self.sock.recv(1 << 18)
+        if not data:
+            raise ConnectionError("the raw server closed the connection")
+        self.protocol.receive_data(data)
+        for event in self.protocol.events_received():
+            if isinstance(event, Frame) and event.opcode is Opcode.TEXT:
+                assert event.fin, "the raw servers send each message in one frame"
+                self.messages.append(event.data.decode())
+        self._flush()
+
+    def _flush(self) -> None:
+        for data in self.protocol.data_to_send():
+            self.sock.sendall(data)
+
+
+def raw_client(url: str, batch: int) -> Callable[[int], int]:
+    """Echo messages by hand (`RawConnection`, and JSON by ``pydantic_core``, the fastest parser here):
+    one per message, or ``batch``."""
+    ws = RawConnection(url)
     if batch == 1:
         message = json.dumps({"type": "step", "data": {"message": "hi"}})
     else:
@@ -246,7 +324,52 @@ def raw_client(url: str, batch: int) -> Callable[[int], int]:
     def run(count: int) -> int:
         for _ in range(max(1, count // batch)):
             ws.send(message)
-            json.loads(ws.recv())
+            from_json(ws.recv())
+        return max(1, count // batch) * batch
+
+    return run
+
+
+#: What the raw clients send: each family's reset, and its action chosen from the last observation.
+RAW_RESETS = {"finrl": {}, "chess": {}, "atari": {"screen_encoding": "delta"}}
+
+
+def raw_family_client(url: str, family: str, batch: int, rng: np.random.Generator) -> Callable[[int], int]:
+    """Play ``family`` on ``raw_server.py`` by hand: JSON messages (``pydantic_core``) over a
+    `RawConnection`, one step per message or ``batch`` (one environment each), resetting what ended. The
+    least any client does: no spaces, no arrays, the observation left as the parsed JSON."""
+    ws = RawConnection(url)
+    finrl_action = {"actions": rng.uniform(-1, 1, 5).round(3).tolist()}
+
+    def act(data: dict[str, Any]) -> dict[str, Any]:
+        if family == "finrl":
+            return finrl_action
+        if family == "atari":
+            return {"action_id": int(rng.integers(6))}
+        moves = data["observation"]["legal_moves"]
+        return {"move": moves[int(rng.integers(len(moves)))]}
+
+    def request(session: int, data: dict[str, Any] | None) -> dict[str, Any]:
+        if data is None or data["done"]:
+            return {"session": session, "type": "reset", "data": {**RAW_RESETS[family], "seed": session}}
+        return {"session": session, "type": "step", "data": act(data)}
+
+    last: list[dict[str, Any] | None] = [None] * batch
+
+    def exchange(entries: list[dict[str, Any]]) -> None:
+        if batch == 1:
+            ws.send(to_json(entries[0]).decode())
+            last[0] = from_json(ws.recv())["data"]
+        else:
+            ws.send(to_json({"type": "batch", "data": entries}).decode())
+            for i, reply in enumerate(from_json(ws.recv())["data"]):
+                last[i] = reply["data"]
+
+    exchange([request(i, None) for i in range(batch)])
+
+    def run(count: int) -> int:
+        for _ in range(max(1, count // batch)):
+            exchange([request(i, data) for i, data in enumerate(last)])
         return max(1, count // batch) * batch
 
     return run
@@ -257,7 +380,8 @@ def measure(rounds: int, steps: int) -> dict[str, Any]:
     servers = {name: EmbeddedServer(name, max_sessions=64) for name in ("echo", "atari", "finrl", "chess")}
     urls = {name: server.start() for name, server in servers.items()}
     pids = {name: server._process.pid for name, server in servers.items()}  # type: ignore[union-attr]
-    raw, raw_url, raw_pid = raw_server()
+    raws = {family: raw_server(family) for family in ("echo", "finrl", "chess", "atari")}
+    raw_url, raw_pid = raws["echo"][1:]
     envs: list[Any] = []
 
     def make(*args: Any, **kwargs: Any) -> Any:
@@ -317,6 +441,13 @@ def measure(rounds: int, steps: int) -> dict[str, Any]:
                 f"raw websockets, {N} steps a message": Measured(raw_client(raw_url, N), raw_pid),
             }
         )
+        for family in ("atari", "finrl", "chess"):
+            _, url, pid = raws[family]
+            runs[f"raw {family}, one env"] = Measured(raw_family_client(url, family, 1, rng), pid)
+            if family != "atari":
+                runs[f"raw {family}, {N} steps a message"] = Measured(
+                    raw_family_client(url, family, N, rng), pid
+                )
         samples: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
         for _ in range(rounds):
             for name, run in runs.items():
@@ -331,8 +462,10 @@ def measure(rounds: int, steps: int) -> dict[str, Any]:
             env.close()
         for server in servers.values():
             server.stop()
-        raw.terminate()
-        raw.wait(10)
+        for process, _, _ in raws.values():
+            process.terminate()
+        for process, _, _ in raws.values():
+            process.wait(10)
 
 
 def ceiling(work: float, trip: float) -> float:
@@ -342,24 +475,29 @@ def ceiling(work: float, trip: float) -> float:
 def breakdown(
     rates: dict[str, dict[str, float]], serialised: dict[str, float]
 ) -> dict[str, dict[str, float]]:
-    """Server CPU per step of each family's one env, split: env, serialisation, transport, framework."""
+    """Server CPU per step of each family's one env, split: env, serialisation, transport, what a server
+    process adds to the same work (the raw server's CPU beyond those three), and the framework (ours beyond
+    the raw server's)."""
     transport = rates["raw websockets, one message a step"]["server_cpu_us"]
     families = {
-        "echo": ("echo, one env", "echo class"),
-        "chess": ("openenv/chess, one env", "chess class"),
-        "atari": ("openenv/atari (deltas)", "atari class"),
-        "finrl": ("openenv/finrl", "FinRL class"),
+        "echo": ("echo, one env", "echo class", "raw websockets, one message a step"),
+        "chess": ("openenv/chess, one env", "chess class", "raw chess, one env"),
+        "atari": ("openenv/atari (deltas)", "atari class", "raw atari, one env"),
+        "finrl": ("openenv/finrl", "FinRL class", "raw finrl, one env"),
     }
     rows = {}
-    for family, (remote, work) in families.items():
+    for family, (remote, work, raw) in families.items():
         total = rates[remote]["server_cpu_us"]
         env = 1e6 / rates[work]["steps_per_s"]
+        raw_total = rates[raw]["server_cpu_us"]
         rows[family] = {
             "server_cpu_us": total,
             "env_us": env,
             "serialisation_us": serialised[family],
             "transport_us": transport,
-            "framework_us": total - env - serialised[family] - transport,
+            "out_of_process_us": max(0.0, raw_total - env - serialised[family] - transport),
+            "framework_us": total - max(raw_total, env + serialised[family] + transport),
+            "raw_server_cpu_us": raw_total,
         }
     return rows
 
@@ -377,13 +515,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     serialised = serialisation_us(20 if args.quick else 2000)
     per_s = {name: row["steps_per_s"] for name, row in rates.items()}
     targets = {}
-    for name, (result, work, trip, aim) in TARGETS.items():
+    for name, (result, work, trip, raw_work, aim) in TARGETS.items():
         top = ceiling(per_s[work], per_s[trip])
         targets[name] = {
             "steps_per_s": per_s[result],
             "ceiling_per_s": top,
             "of_ceiling": per_s[result] / top,
             "target": aim,
+            "raw_per_s": per_s[raw_work],
+            "raw_of_ceiling": per_s[raw_work] / top,
+            "vs_raw": per_s[result] / per_s[raw_work],
         }
     raw = per_s[f"raw websockets, {N} steps a message"]
     transport = {
@@ -409,12 +550,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, row in rates.items():
         server = f"{row['server_cpu_us']:.0f}" if "server_cpu_us" in row else "-"
         print(f"  {name:40s} {row['steps_per_s']:10,.0f}   ({row['client_cpu_us']:.0f} / {server})")
-    print("\nAgainst the ceiling (in-process step + round trip, this run)")
+    print("\nAgainst the ceiling (in-process step + round trip, this run), and the same work on a raw server")
     for name, row in targets.items():
         mark = "met" if row["of_ceiling"] >= row["target"] else "below"
         print(
             f"  {name:24s} {row['steps_per_s']:9,.0f} of {row['ceiling_per_s']:9,.0f}/s = "
-            f"{row['of_ceiling']:.2f} (target {row['target']:.1f}: {mark})"
+            f"{row['of_ceiling']:.2f} (target {row['target']:.1f}: {mark}); raw server "
+            f"{row['raw_per_s']:9,.0f}/s = {row['raw_of_ceiling']:.2f} of the ceiling, "
+            f"ours {row['vs_raw']:.2f}x raw"
         )
     t = transport
     print(
@@ -423,10 +566,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"client {t['ours_client_cpu_us']:.1f} vs {t['raw_client_cpu_us']:.1f} us, "
         f"server {t['ours_server_cpu_us']:.1f} vs {t['raw_server_cpu_us']:.1f} us"
     )
-    print("\nServer CPU per step, one env on /ws (us): total = env + serialisation + transport + framework")
+    print(
+        "\nServer CPU per step, one env on /ws (us): total = env + serialisation + transport"
+        " + out of process + framework"
+    )
     for family, row in split.items():
         parts = " + ".join(
-            f"{row[key]:5.0f}" for key in ("env_us", "serialisation_us", "transport_us", "framework_us")
+            f"{row[key]:5.0f}"
+            for key in ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
         )
         print(f"  {family:6s} {row['server_cpu_us']:7.0f} = {parts}")
     if args.json:

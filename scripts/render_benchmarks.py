@@ -219,21 +219,44 @@ def ceilings(section: dict[str, Any]) -> str:
             _number(row["ceiling_per_s"]),
             f"{row['of_ceiling']:.2f}",
             f"{row['target']:.1f}",
+            _number(row["raw_per_s"]),
+            f"{row['raw_of_ceiling']:.2f}",
+            f"{row['vs_raw']:.2f}x",
         ]
         for name, row in section["targets"].items()
     ]
-    targets = _table(["steps per second", "ours", "ceiling", "of the ceiling", "target"], rows)
+    targets = _table(
+        [
+            "steps per second",
+            "ours",
+            "ceiling",
+            "of the ceiling",
+            "target",
+            "raw server, same work",
+            "raw, of the ceiling",
+            "ours vs raw",
+        ],
+        rows,
+    )
     t = section["transport"]
     transport = (
         f"The transport: `openenv/echo` make_vec {section['settings']['n']} "
         f"{_number(t['echo_make_vec_per_s'])} steps/s against a raw `websockets` server and client, "
-        f"{_number(t['raw_batched_per_s'])} steps/s: {t['vs_raw']:.2f}x (target {t['target']}). CPU per step: "
-        f"client {t['ours_client_cpu_us']:.0f} µs (raw {t['raw_client_cpu_us']:.0f}), server "
+        f"{_number(t['raw_batched_per_s'])} steps/s: {t['vs_raw']:.2f}x (target {t['target']}). "
+        f"CPU per step: client {t['ours_client_cpu_us']:.0f} µs (raw {t['raw_client_cpu_us']:.0f}), server "
         f"{t['ours_server_cpu_us']:.0f} µs (raw {t['raw_server_cpu_us']:.0f})."
     )
-    parts = ("env_us", "serialisation_us", "transport_us", "framework_us")
+    parts = ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
     split = _table(
-        ["server CPU per step, one env (µs)", "total", "environment", "serialisation", "transport", "framework"],
+        [
+            "server CPU per step, one env (µs)",
+            "total",
+            "environment",
+            "serialisation",
+            "transport",
+            "out of process",
+            "framework",
+        ],
         [
             [family, _number(row["server_cpu_us"]), *(_number(row[key]) for key in parts)]
             for family, row in section["server_breakdown_us"].items()

@@ -133,12 +133,15 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
     completed, report = run("ceilings.py", "--quick", json_path=tmp_path / "ceilings.json", timeout=600)
     for row in report["targets"].values():
         assert row["of_ceiling"] == row["steps_per_s"] / row["ceiling_per_s"] and 0 < row["target"] < 1
+        assert row["vs_raw"] == row["steps_per_s"] / row["raw_per_s"]  # the raw server played the same env
+        assert row["raw_of_ceiling"] == row["raw_per_s"] / row["ceiling_per_s"]
     transport = report["transport"]
     assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
     assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
     for row in report["server_breakdown_us"].values():
-        parts = row["env_us"] + row["serialisation_us"] + row["transport_us"] + row["framework_us"]
-        assert parts == pytest.approx(row["server_cpu_us"])
+        keys = ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
+        assert sum(row[key] for key in keys) == pytest.approx(row["server_cpu_us"])
+        assert row["out_of_process_us"] >= 0 and row["raw_server_cpu_us"] > 0
     assert "Against the ceiling" in completed.stdout
 
 
