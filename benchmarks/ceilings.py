@@ -28,6 +28,11 @@ message), out of process (the raw family server's CPU beyond those three: the sa
 server process between network waits) and the framework (ours beyond the raw server's: routing,
 sessions, validation, envelopes).
 
+Where the client's time goes, for each make_vec 16 result: its CPU per env step in stages (the actions
+checked and encoded, the requests sent, the replies' JSON parsed, the adapters' decoding into arrays, the
+batched infos, gymnasium's batching of the observations), each timed by a clock around its calls in one
+more run, and the rest (the process's CPU less those). Beside it, the raw client's whole CPU per step.
+
 Rounds alternate the measurements, and the median of the rounds counts (the machine is shared).
 
     python benchmarks/ceilings.py                   # a few minutes
@@ -384,7 +389,64 @@ def raw_family_client(url: str, family: str, batch: int, rng: np.random.Generato
     return run
 
 
-def measure(rounds: int, steps: int) -> dict[str, Any]:
+#: The stages of a vector step on the client that `client_stages` times.
+CLIENT_STAGES = (
+    "actions: checked and encoded",
+    "requests: JSON, framing, sent",
+    "replies: JSON parsed",
+    "adapters: JSON to arrays",
+    "batched infos",
+    "observations batched (gymnasium)",
+)
+
+
+def client_stages(envs: Any, run: Callable[[int], int], count: int) -> dict[str, float]:
+    """Where a vector env's client CPU goes while ``run`` makes ``count`` env steps, in microseconds per
+    env step: each stage of `CLIENT_STAGES` timed where it runs (a clock around each call), and "the
+    rest" (the episodes, the vector env's bookkeeping, reading the socket, the policy) as the process's
+    CPU less those."""
+    import openenv_lab.client._protocol as protocol
+    import openenv_lab.envs.vector as vector_module
+
+    spent = dict.fromkeys(CLIENT_STAGES, 0.0)
+
+    def timed(stage: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def clocked(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[stage] += time.perf_counter() - started
+
+        return clocked
+
+    patches: list[tuple[Any, str, str]] = [
+        (envs, "_requests", CLIENT_STAGES[0]),
+        (envs._transport, "send", CLIENT_STAGES[1]),
+        (protocol, "parse_batch", CLIENT_STAGES[2]),
+        *((adapter, "decode", CLIENT_STAGES[3]) for adapter in envs.adapters),
+        (vector_module, "batch_infos", CLIENT_STAGES[4]),
+        (vector_module, "concatenate", CLIENT_STAGES[5]),
+    ]
+    originals = [(owner, name, owner.__dict__.get(name), getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, stage in patches:
+        setattr(owner, name, timed(stage, getattr(owner, name)))
+    try:
+        cpu = time.process_time()
+        steps = run(count)
+        cpu = time.process_time() - cpu
+    finally:
+        for owner, name, own, _ in originals:
+            if own is None:
+                delattr(owner, name)  # an instance's method: the class's again
+            else:
+                setattr(owner, name, own)
+    stages = {stage: 1e6 * seconds / steps for stage, seconds in spent.items()}
+    stages["the rest"] = max(0.0, 1e6 * cpu / steps - sum(stages.values()))
+    return stages
+
+
+def measure(rounds: int, steps: int) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     rng = np.random.default_rng(0)
     servers = {name: EmbeddedServer(name, max_sessions=64) for name in ("echo", "atari", "finrl", "chess")}
     urls = {name: server.start() for name, server in servers.items()}
@@ -398,8 +460,11 @@ def measure(rounds: int, steps: int) -> dict[str, Any]:
         envs.append(env)
         return env
 
+    vectors: dict[str, Any] = {}  # the make_vec results, by name: their client's stages are timed
+
     def make_vec(*args: Any, **kwargs: Any) -> Any:
         env = gym.make_vec(*args, **kwargs)
+        vectors[f"{args[0] if args[0] != 'openenv/echo' else 'echo'}, make_vec {N}"] = env
         envs.append(env)
         return env
 
@@ -462,10 +527,12 @@ def measure(rounds: int, steps: int) -> dict[str, Any]:
             for name, run in runs.items():
                 count = steps * (4 if "class" in name or "in process" in name else 1)
                 samples[name].append(run(count))
-        return {
+        rates = {
             name: {key: statistics.median(row[key] for row in rows) for key in rows[0]}
             for name, rows in samples.items()
         }
+        stages = {name: client_stages(vectors[name], runs[name].run, steps) for name in vectors}
+        return rates, stages
     finally:
         for env in envs:
             env.close()
@@ -520,7 +587,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.quick:
         args.rounds, args.steps = 1, 64
-    rates = measure(args.rounds, args.steps)
+    rates, client = measure(args.rounds, args.steps)  # client: its stages, us per env step
     serialised = serialisation_us(20 if args.quick else 2000)
     per_s = {name: row["steps_per_s"] for name, row in rates.items()}
     targets = {}
@@ -554,6 +621,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "targets": targets,
         "transport": transport,
         "server_breakdown_us": split,
+        "client_breakdown_us": client,
+        "raw_client_cpu_us": {
+            f"echo, make_vec {N}": rates[f"raw websockets, {N} steps a message"]["client_cpu_us"],
+            f"openenv/finrl, make_vec {N}": rates[f"raw finrl, {N} steps a message"]["client_cpu_us"],
+            f"openenv/chess, make_vec {N}": rates[f"raw chess, {N} steps a message"]["client_cpu_us"],
+        },
     }
     print(f"Median of {args.rounds} rounds; steps per second (client / server CPU per step, us)")
     for name, row in rates.items():
@@ -585,6 +658,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for key in ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
         )
         print(f"  {family:6s} {row['server_cpu_us']:7.0f} = {parts}")
+    print(f"\nClient CPU per env step (us), make_vec {N}: each stage timed where it runs")
+    names = list(client)
+    print("  " + " " * 38 + "".join(f"{name.split(',')[0]:>16s}" for name in names))
+    for group in next(iter(client.values())):
+        print(f"  {group:38s}" + "".join(f"{client[name][group]:16.1f}" for name in names))
+    raw_row = "".join(f"{report['raw_client_cpu_us'][name]:16.1f}" for name in names)
+    print(f"  {'the raw client, whole':38s}{raw_row}")
     if args.json:
         write_text_atomically(args.json, json.dumps(report, indent=2) + "\n", what="the results")
         print(f"Results written to {args.json}")

@@ -262,7 +262,14 @@ def ceilings(section: dict[str, Any]) -> str:
             for family, row in section["server_breakdown_us"].items()
         ],
     )
-    return f"{targets}\n\n{transport}\n\n{split}"
+    client = section["client_breakdown_us"]
+    names = list(client)
+    groups = [
+        [group, *(f"{client[name][group]:.1f}" for name in names)] for group in next(iter(client.values()))
+    ]
+    groups.append(["the raw client, whole", *(f"{section['raw_client_cpu_us'][name]:.1f}" for name in names)])
+    client_table = _table(["client CPU per env step (µs)", *(f"`{name}`" for name in names)], groups)
+    return f"{targets}\n\n{transport}\n\n{split}\n\n{client_table}"
 
 
 def _where(servers: str) -> str:
