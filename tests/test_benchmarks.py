@@ -141,7 +141,8 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
     for row in report["server_breakdown_us"].values():
         keys = ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
         assert sum(row[key] for key in keys) == pytest.approx(row["server_cpu_us"])
-        assert row["out_of_process_us"] >= 0 and row["raw_server_cpu_us"] > 0
+        # The raw server's CPU is read from a clock of 10 ms ticks: a quick run may read 0.
+        assert row["out_of_process_us"] >= 0 and row["raw_server_cpu_us"] >= 0
     for stages in report["client_breakdown_us"].values():  # each stage timed where it runs
         assert all(us >= 0 for us in stages.values()) and stages["adapters: JSON to arrays"] > 0
         assert stages["batched infos"] > 0 and stages["requests: JSON, framing, sent"] > 0
