@@ -42,6 +42,7 @@ the same contract, written in a few lines instead of a class.
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -100,9 +101,17 @@ def reward_components(metadata: dict[str, Any]) -> dict[str, float]:
         return {}
     parts = {}
     for name, value in raw.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value):
             parts[str(name)] = float(value)
     return parts
+
+
+def _finite(number: float) -> bool:
+    """Whether a JSON number is finite as a float (an integer too large for one is not)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 class Adapter(ABC):

@@ -27,6 +27,7 @@ own market. Options that describe the episode (``split``, ``random_start``) are 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -161,7 +162,7 @@ class FinRLAdapter(Adapter):
             value = float(value)
         except (TypeError, ValueError):
             observation, value = np.array([np.nan]), np.nan
-        if not (np.isfinite(observation).all() and np.isfinite(value)):
+        if not (np.isfinite(observation).all() and math.isfinite(value)):
             raise ProtocolError(
                 "The FinRL server sent a state or portfolio value that is not a finite number (NaN, "
                 "infinity, or null, as JSON writes them), which comes from NaN, infinite or empty prices in "

@@ -65,7 +65,7 @@ from ._build import (
     with_launcher_headers,
 )
 from ._build import autoreset_mode as autoreset_mode_of
-from ._episode import Episode, retry_after_collecting
+from ._episode import Episode, contains, retry_after_collecting
 from .attributes import SubEnvironmentAttributes
 from .infos import batch_infos
 from .tasks import TaskCatalog, selection, spread
@@ -425,7 +425,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             and (
                 not isinstance(self.single_action_space, Discrete) or np.issubdtype(actions.dtype, np.integer)
             )
-            and space.contains(actions)
+            and contains(space, actions)
         )
         requests = {}
         for i, action in zip(ids, per_env, strict=True):

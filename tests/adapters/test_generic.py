@@ -127,3 +127,22 @@ def test_json_text_samples_are_valid_json():
     space = JSONText(sample_value={})
     assert json.loads(space.sample()) == {}
     assert "[1, 2]" in space and "{oops" not in space
+
+
+def test_reward_components_keep_finite_numbers_only():
+    from openenv_lab.adapters.base import reward_components
+
+    metadata = {
+        "reward_components": {
+            "market": 1,
+            "costs": -0.5,
+            "flag": True,
+            "text": "x",
+            "nan": float("nan"),
+            "inf": float("-inf"),
+            "huge": 10**400,  # an integer JSON allows and no float holds
+            "big": 10**300,
+        }
+    }
+    assert reward_components(metadata) == {"market": 1.0, "costs": -0.5, "big": 1e300}
+    assert reward_components({"reward_components": [1, 2]}) == {}

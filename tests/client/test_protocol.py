@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openenv_lab.client import CapacityError, ProtocolError, ServerError
 from openenv_lab.client._protocol import parse_observation, parse_reply, reset_message, step_message
@@ -177,3 +181,66 @@ def test_replies_decode_exactly_as_json_loads(document, fast, monkeypatch):
 def test_documents_json_loads_refuses_are_refused(document):
     with pytest.raises(ProtocolError, match="not JSON"):
         parse_reply(document, expected="observation")
+
+
+# Requests: pydantic's writer where it can, json.dumps' values and refusals everywhere.
+
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8)
+    | st.sampled_from(["NaN", "Infinity", "-Infinity", "\ud800"])  # look like the tokens; a lone surrogate
+    | st.floats(width=32, allow_nan=False).map(np.float32)
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1).map(np.int64)
+    | st.booleans().map(np.bool_)
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.lists(st.floats(allow_nan=False), max_size=5).map(np.array)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_values)
+def test_requests_carry_what_json_dumps_would_and_refuse_what_it_refuses(value):
+    from openenv_lab.client import _protocol
+
+    try:
+        expected = _protocol._strict_dumps(value)
+    except (ValueError, TypeError) as exc:
+        with pytest.raises(type(exc), match=re.escape(str(exc))):
+            _protocol._dumps(value)
+        return
+    text = _protocol._dumps(value)
+    assert repr(json.loads(text)) == repr(json.loads(expected))  # the same values, to the last bit
+
+
+def test_requests_use_the_fast_writer_and_do_without_it(monkeypatch):
+    from openenv_lab.client import _protocol
+
+    action = {"actions": np.linspace(-1, 1, 5, dtype=np.float32)}
+    assert _protocol._dumps(action) == '{"actions":[-1.0,-0.5,0.0,0.5,1.0]}'
+    calls = []
+    monkeypatch.setattr(_protocol, "_strict_dumps", lambda value: calls.append(value) or "{}")
+    _protocol._dumps(action)
+    assert calls == []  # pydantic wrote it
+    _protocol._dumps({"message": "NaN"})  # the letters of a token: json.dumps decides
+    assert calls == [{"message": "NaN"}]
+    monkeypatch.setattr(_protocol, "_fast_dumps", None)  # the client-only install without pydantic
+    _protocol._dumps(action)
+    assert len(calls) == 2
+
+
+def test_an_object_json_cannot_hold_is_refused_by_name():
+    with pytest.raises(TypeError, match="object values cannot be sent to an OpenEnv server"):
+        step_message({"x": object()})
+    with pytest.raises(ValueError, match="Out of range float"):
+        step_message({"x": [np.float32("inf")]})
