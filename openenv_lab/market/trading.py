@@ -33,13 +33,14 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .data import MarketData
 
-__all__ = ["StockTradingSimulator", "TradingConfig"]
+__all__ = ["StockTradingSimulator", "TradingConfig", "whole_shares"]
 
 
 @dataclass(frozen=True)
@@ -134,10 +135,8 @@ class StockTradingSimulator:
         actions = np.asarray(actions, dtype=np.float64).reshape(-1)
         if actions.shape != (self.stock_dim,):
             raise ValueError(f"Expected {self.stock_dim} actions (one per ticker), got {actions.shape[0]}")
-        if not np.isfinite(actions).all():
-            raise ValueError(f"Actions must be finite numbers, got {actions.tolist()}")
         config = self.config
-        shares: list[int] = (np.clip(actions, -1.0, 1.0) * config.hmax).astype(np.int64).tolist()
+        shares = whole_shares(actions.tolist(), config.hmax)
         turbulent = (
             config.turbulence_threshold is not None
             and self._turbulence[self.day] >= config.turbulence_threshold
@@ -180,6 +179,20 @@ class StockTradingSimulator:
         self.cost += price * bought * self.config.buy_cost_pct
         self._holdings[index] += bought
         self.trades += 1
+
+
+def whole_shares(actions: list[float], hmax: int) -> list[int]:
+    """Shares to trade per ticker: each action clipped to [-1, 1], times ``hmax``, truncated toward zero.
+
+    In plain Python: for a handful of tickers, numpy's clip, multiply and cast cost a tenth of a step.
+
+    Example:
+        >>> whole_shares([0.579, -0.015, 7.0, -2.0], hmax=100)
+        [57, -1, 100, -100]
+    """
+    if not all(map(math.isfinite, actions)):
+        raise ValueError(f"Actions must be finite numbers, got {actions}")
+    return [int(min(1.0, max(-1.0, action)) * hmax) for action in actions]
 
 
 def _check_finite(market: MarketData) -> None:

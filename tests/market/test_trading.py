@@ -7,9 +7,11 @@ import datetime as dt
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from openenv_lab.market import MarketData
-from openenv_lab.market.trading import StockTradingSimulator, TradingConfig
+from openenv_lab.market.trading import StockTradingSimulator, TradingConfig, whole_shares
 
 
 def market(closes: list[list[float]], turbulence: list[float] | None = None) -> MarketData:
@@ -127,3 +129,25 @@ def test_a_hand_built_market_with_non_finite_closes_is_refused(bad):
         ValueError, match=r"closes has 1 NaN or infinite value\(s\), the first for T1 on 2024-01-02"
     ):
         StockTradingSimulator(market([[10, 20], [11, bad], [12, 24]]), NO_COSTS)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=False, allow_infinity=False)
+        | st.sampled_from([-1.0, 1.0, -0.0, 0.0, 0.01, -0.01, 0.999999, -1.000001]),
+        min_size=1,
+        max_size=8,
+    ),
+    st.integers(1, 10_000),
+)
+def test_whole_shares_follow_the_numpy_rule(actions, hmax):
+    """FinRL's rule as numpy states it (clip, scale, cast to int64) and the plain-Python one agree."""
+    expected = (np.clip(np.array(actions, dtype=np.float64), -1.0, 1.0) * hmax).astype(np.int64).tolist()
+    assert whole_shares(actions, hmax) == expected
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_whole_shares_refuse_what_is_not_finite(bad):
+    with pytest.raises(ValueError, match="finite"):
+        whole_shares([0.5, bad], 100)
