@@ -121,22 +121,42 @@ class StockTradingSimulator:
     def at_end(self) -> bool:
         return self.day >= self._last_day
 
+    def holdings_list(self) -> list[int]:
+        """Shares held, per ticker, as a list (`holdings` as Python numbers)."""
+        return list(self._holdings)
+
     def state(self) -> np.ndarray:
         """``[cash] + closes + holdings + indicators (by indicator, then ticker)`` for the current day."""
+        return np.array(self.state_list(), dtype=np.float64)
+
+    def state_list(self) -> list[float]:
+        """`state` as a list of Python floats (``state().tolist()``, what a server sends), without making
+        an array."""
         day = self.day
-        return np.array(
-            [self.cash, *self._closes[day], *self._holdings, *self._indicators[day]], dtype=np.float64
-        )
+        return [float(self.cash), *self._closes[day], *map(float, self._holdings), *self._indicators[day]]
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Trade at today's close, move to the next day; returns (state, reward, done)."""
+        reward, done = self.trade(actions)
+        return self.state(), reward, done
+
+    def trade(self, actions: np.ndarray | list[float]) -> tuple[float, bool]:
+        """`step` without making the state's array: returns (reward, done); `state_list` has the state.
+
+        A server's actions arrive as a list of floats and leave as lists: with no array in between, a
+        step makes no numpy call, which costs a server more than a benchmark loop shows (each call's code
+        is cold again after every network wait).
+        """
         if self.at_end:
             raise ValueError("The episode is over (last day of the data); reset to trade again")
-        actions = np.asarray(actions, dtype=np.float64).reshape(-1)
-        if actions.shape != (self.stock_dim,):
-            raise ValueError(f"Expected {self.stock_dim} actions (one per ticker), got {actions.shape[0]}")
+        if type(actions) is list and all(type(action) is float for action in actions):
+            values = actions
+        else:
+            values = np.asarray(actions, dtype=np.float64).reshape(-1).tolist()
+        if len(values) != self.stock_dim:
+            raise ValueError(f"Expected {self.stock_dim} actions (one per ticker), got {len(values)}")
         config = self.config
-        shares = whole_shares(actions.tolist(), config.hmax)
+        shares = whole_shares(values, config.hmax)
         turbulent = (
             config.turbulence_threshold is not None
             and self._turbulence[self.day] >= config.turbulence_threshold
@@ -156,7 +176,7 @@ class StockTradingSimulator:
         after = self.total_asset
         reward = (after - before) * config.reward_scaling
         done = self.day >= self._last_day or after <= config.ruin_fraction * config.initial_amount
-        return self.state(), reward, done
+        return reward, done
 
     def _sell(self, index: int, count: int, price: float, *, everything: bool) -> None:
         held = self._holdings[index]

@@ -32,7 +32,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import Field
 
 from ..market.data import (
@@ -160,7 +159,7 @@ class FinRLEnvironment(ServerEnvironment):
         if random_start:
             latest = max(0, len(data.dates) - 1 - self._market.min_episode_days)
             start = random.Random(seed).randint(0, latest)
-        state = self._sim.reset(start)
+        self._sim.reset(start)
         self._started = True
         self._state = FinRLState(
             episode_id=episode_id or str(uuid.uuid4()), step_count=0, split=split, seed=seed
@@ -172,7 +171,7 @@ class FinRLEnvironment(ServerEnvironment):
         }
         if seed is not None:
             metadata["seed"] = seed
-        return self._observation(state, 0.0, False, metadata)
+        return self._observation(0.0, False, metadata)
 
     def step(self, action: FinRLAction, timeout_s: float | None = None, **kwargs: Any) -> FinRLObservation:
         if not self._started:
@@ -180,13 +179,13 @@ class FinRLEnvironment(ServerEnvironment):
         if self._sim.at_end or self._sim.ruined:
             raise ValueError("The episode is over; send a reset to trade again")
         cost_before = self._sim.cost
-        state, reward, done = self._sim.step(np.asarray(action.actions, dtype=np.float64))
+        reward, done = self._sim.trade(action.actions)
         self._update_state(step_count=self._state.step_count + 1)
         costs = -(self._sim.cost - cost_before) * self._market.config.reward_scaling
         metadata: dict[str, Any] = {"reward_components": {"market": reward - costs, "costs": costs}}
         if done:
             metadata["end_reason"] = "ruined" if self._sim.ruined else "end_of_data"
-        return self._observation(state, reward, done, metadata)
+        return self._observation(reward, done, metadata)
 
     def describe(self) -> str:
         return (
@@ -194,15 +193,15 @@ class FinRLEnvironment(ServerEnvironment):
             f"({self._market.source}), wire-compatible with OpenEnv's finrl_env."
         )
 
-    def _observation(
-        self, state: np.ndarray, reward: float, done: bool, metadata: dict[str, Any]
-    ) -> FinRLObservation:
+    def _observation(self, reward: float, done: bool, metadata: dict[str, Any]) -> FinRLObservation:
         sim = self._sim
         date = str(sim.market.dates[sim.day])
         self._update_state(date=date, day=sim.day)
-        metadata.update(cash=sim.cash, holdings=sim.holdings.tolist(), cost=sim.cost, trades=sim.trades)
-        return FinRLObservation(
-            state=state.tolist(),
+        metadata.update(cash=sim.cash, holdings=sim.holdings_list(), cost=sim.cost, trades=sim.trades)
+        # Our own values, of the declared types: built without pydantic validating them again (as
+        # `_update_state` sets the state), a share of a step's work on the server.
+        return FinRLObservation.model_construct(
+            state=sim.state_list(),
             portfolio_value=sim.total_asset,
             date=date,
             done=done,

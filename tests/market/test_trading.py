@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openenv_lab.market import MarketData
+from openenv_lab.market import MarketData, synthetic_prices
 from openenv_lab.market.trading import StockTradingSimulator, TradingConfig, whole_shares
 
 
@@ -151,3 +151,25 @@ def test_whole_shares_follow_the_numpy_rule(actions, hmax):
 def test_whole_shares_refuse_what_is_not_finite(bad):
     with pytest.raises(ValueError, match="finite"):
         whole_shares([0.5, bad], 100)
+
+
+def test_trading_from_lists_matches_stepping_with_arrays():
+    """A server's path (`trade` on lists of floats, `state_list`) and `step` on arrays agree exactly."""
+    prices = synthetic_prices(tickers=3, days=120, seed=4)
+    by_list = StockTradingSimulator(MarketData.from_prices(prices), initial_amount=50_000)
+    by_array = StockTradingSimulator(MarketData.from_prices(prices), initial_amount=50_000)
+    assert by_list.reset(5).tolist() == by_array.reset(5).tolist() == by_list.state_list()
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        actions = rng.uniform(-1.5, 1.5, 3)
+        reward, done = by_list.trade(actions.tolist())
+        state, expected_reward, expected_done = by_array.step(actions)
+        assert (reward, done) == (expected_reward, expected_done)
+        assert by_list.state_list() == state.tolist()
+        assert by_list.holdings_list() == by_array.holdings.tolist()
+    by_list.reset()
+    with pytest.raises(ValueError, match="Expected 3 actions"):
+        by_list.trade([0.1, 0.2])
+    with pytest.raises(ValueError, match="finite"):
+        by_list.trade([0.1, float("nan"), 0.2])

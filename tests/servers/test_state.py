@@ -61,3 +61,19 @@ def test_finrl_state_tracks_the_day_and_date():
         observation = env.step(FinRLAction(actions=[0.1] * 5))
     state = _valid(env.state)
     assert (state.step_count, state.day, state.date) == (5, start + 5, observation.date)
+
+
+def test_finrl_observations_are_what_validated_models_would_send():
+    """FinRL builds its observations without validation (`model_construct`): the wire is unchanged only if
+    every value already has its declared type, state numbers as floats included (68.0, not 68)."""
+    env = FinRLEnvironment(load_market())
+    observations = [env.reset(seed=3)]
+    actions = [[1.0, 1.0, -0.5, 0.3, 1.0], [-1.0, 0.5, 0.25, -0.75, 0.0], [0.0] * 5]
+    while not observations[-1].done:
+        observations.append(env.step(FinRLAction(actions=actions[len(observations) % 3])))
+    assert len(observations) > 10
+    for observation in observations:
+        again = _valid(observation)
+        assert again.model_dump_json() == observation.model_dump_json()
+        assert {type(number) for number in observation.state} == {float}
+        assert observation.metadata["holdings"] == [int(h) for h in observation.state[6:11]]
