@@ -198,9 +198,7 @@ class FinRLEnvironment(ServerEnvironment):
         date = str(sim.market.dates[sim.day])
         self._update_state(date=date, day=sim.day)
         metadata.update(cash=sim.cash, holdings=sim.holdings_list(), cost=sim.cost, trades=sim.trades)
-        # Our own values, of the declared types: built without pydantic validating them again (as
-        # `_update_state` sets the state), a share of a step's work on the server.
-        return FinRLObservation.model_construct(
+        return FinRLObservation(
             state=sim.state_list(),
             portfolio_value=sim.total_asset,
             date=date,

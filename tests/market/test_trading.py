@@ -167,6 +167,7 @@ def test_trading_from_lists_matches_stepping_with_arrays():
         state, expected_reward, expected_done = by_array.step(actions)
         assert (reward, done) == (expected_reward, expected_done)
         assert by_list.state_list() == state.tolist()
+        assert {type(number) for number in by_list.state_list()} == {float}  # 68.0, not 68: as numpy
         assert by_list.holdings_list() == by_array.holdings.tolist()
     by_list.reset()
     with pytest.raises(ValueError, match="Expected 3 actions"):

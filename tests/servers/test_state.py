@@ -64,8 +64,8 @@ def test_finrl_state_tracks_the_day_and_date():
 
 
 def test_finrl_observations_are_what_validated_models_would_send():
-    """FinRL builds its observations without validation (`model_construct`): the wire is unchanged only if
-    every value already has its declared type, state numbers as floats included (68.0, not 68)."""
+    """FinRL's observations hold values of their declared types (state numbers as floats: 68.0, not 68)
+    when they leave the lists of its simulator (`trade`, `state_list`), as numpy's arrays gave them."""
     env = FinRLEnvironment(load_market())
     observations = [env.reset(seed=3)]
     actions = [[1.0, 1.0, -0.5, 0.3, 1.0], [-1.0, 0.5, 0.25, -0.75, 0.0], [0.0] * 5]
