@@ -188,7 +188,7 @@ def contains(space: gym.Space[Any], action: Any) -> bool:
 
     That is the case of every step of a Box-action environment (SB3, CleanRL), and there gymnasium's
     ``Box.contains`` answers the same two bound comparisons after checks that cost it several times as
-    much (``np.can_cast``, ``np.all``): about 14 us against 3 here, a step's worth of JSON.
+    much (``np.can_cast``, ``np.all``).
     """
     if (
         type(space) is spaces.Box
