@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import time
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect  # resolved by name: FastAPI reads the annotation
@@ -58,6 +59,8 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
     from pydantic import ValidationError
     from pydantic_core import to_json
 
+    sessions_info = getattr(server, "_session_info", {})
+
     def strict_json(reply: dict[str, Any]) -> str:
         # As /ws writes its replies (pydantic's model_dump_json): infinities and NaN as null, never the
         # Infinity/NaN tokens that strict JSON parsers refuse (a seed of 1e999 echoed in metadata, say).
@@ -78,7 +81,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                     observation = await env.step_async(action)
                 else:
                     observation = await server._run_in_session_executor(session_id, env.step, action)
-                server._update_session_activity(session_id, increment_step=True)
+                touch(session_id, stepped=True)
                 reply = {"type": "observation", "data": serialize_observation(observation)}
             elif kind == "reset":
                 if type(env).reset_async is not Environment.reset_async:
@@ -87,7 +90,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 else:
                     kwargs = server._get_valid_kwargs(inspect.signature(env.reset), data)
                     observation = await server._run_in_session_executor(session_id, env.reset, **kwargs)
-                server._update_session_activity(session_id)
+                touch(session_id, stepped=False)
                 reply = {"type": "observation", "data": serialize_observation(observation)}
             elif kind == "state":
                 state = env.state
@@ -100,6 +103,20 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             return error("Invalid message", "VALIDATION_ERROR", errors=errors)
         except Exception as exc:
             return error(str(exc), "EXECUTION_ERROR")
+
+    def touch(session_id: str, *, stepped: bool) -> None:
+        """What the framework's ``_update_session_activity`` does (the time the idle reaper reads, and the
+        session's step count), without pydantic validating the two assignments (``SessionInfo`` validates
+        each one): a float and a count that only grows go straight into the model's field storage, as
+        `ServerEnvironment._update_state` does for our states. A session record of another shape goes
+        through the framework's own method."""
+        fields = getattr(sessions_info.get(session_id), "__dict__", None)
+        if type(fields) is not dict or type(fields.get("step_count")) is not int:
+            server._update_session_activity(session_id, increment_step=stepped)
+            return
+        fields["last_activity_at"] = time.time()
+        if stepped:
+            fields["step_count"] += 1
 
     def inline(env: Any) -> bool:
         """Whether the env's next step runs on the event loop (our environments' quick steps)."""

@@ -118,3 +118,39 @@ def test_a_batch_with_a_bad_session_runs_none_of_its_entries(echo):
         assert [s["data"]["step_count"] for s in states] == [0, 0]  # nothing of either batch ran
         (empty,) = ask(ws, (0, "step", None))["data"]
         assert empty["data"]["code"] == "VALIDATION_ERROR" and "data" in empty["data"]["message"]
+
+
+def test_batch_steps_keep_the_sessions_records_as_the_framework_would():
+    """``/ws/batch`` writes each session's activity time and step count straight into the framework's
+    session record (no validated assignment): they must be what ``/ws`` leaves, and the record valid."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from openenv_lab.servers import import_openenv_server
+    from openenv_lab.servers._batch import register_batch_route
+    from openenv_lab.servers.echo import EchoAction, EchoEnvironment, EchoObservation
+
+    env_server = import_openenv_server()
+    app = FastAPI()
+    server = env_server.HTTPEnvServer(
+        EchoEnvironment, EchoAction, EchoObservation, max_concurrent_envs=2, env_name="echo"
+    )
+    register_batch_route(app, server, EchoAction)
+    with TestClient(app) as client, client.websocket_connect("/ws/batch?sessions=2") as ws:
+
+        def send(*entries):
+            ws.send_text(json.dumps({"type": "batch", "data": [dict(e) for e in entries]}))
+            return json.loads(ws.receive_text())
+
+        send({"session": 0, "type": "reset", "data": {}}, {"session": 1, "type": "reset", "data": {}})
+        records = list(server._session_info.values())
+        before = [record.last_activity_at for record in records]
+        for _ in range(3):
+            send({"session": 0, "type": "step", "data": {"message": "hi"}})
+        send({"session": 1, "type": "step", "data": {"message": "hi"}})
+        send({"session": 1, "type": "reset", "data": {}})  # a reset is activity, not a step
+        assert sorted(record.step_count for record in records) == [1, 3]
+        assert all(record.last_activity_at > then for record, then in zip(records, before, strict=True))
+        for record in records:  # the record as pydantic would have left it
+            assert type(record).model_validate(record.model_dump()) == record
+            assert type(record.last_activity_at) is float and type(record.step_count) is int
