@@ -135,8 +135,14 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
         assert row["of_ceiling"] == row["steps_per_s"] / row["ceiling_per_s"] and 0 < row["target"] < 1
         assert row["vs_raw"] == row["steps_per_s"] / row["raw_per_s"]  # the raw server played the same env
         assert row["raw_of_ceiling"] == row["raw_per_s"] / row["ceiling_per_s"]
+        # The raw pair against its own ceiling: the same class, its own empty round trip (faster than ours).
+        assert row["raw_of_raw_ceiling"] == row["raw_per_s"] / row["raw_ceiling_per_s"]
+        # Ours vs raw, split by the raw client driving our server: the two factors multiply back.
+        assert row["servers_same_client"] * row["clients_same_server"] == pytest.approx(row["vs_raw"])
     transport = report["transport"]
     assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
+    for family in ("echo", "finrl", "chess", "atari"):  # the raw client played our servers too
+        assert report["rates"][f"raw client, our server: {family}, one env"]["steps_per_s"] > 0
     assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
     for row in report["server_breakdown_us"].values():
         keys = ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
@@ -146,7 +152,7 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
     for stages in report["client_breakdown_us"].values():  # each stage timed where it runs
         assert all(us >= 0 for us in stages.values()) and stages["adapters: JSON to arrays"] > 0
         assert stages["batched infos"] > 0 and stages["requests: JSON, framing, sent"] > 0
-    assert "Against the ceiling" in completed.stdout
+    assert "Against the ceiling" in completed.stdout and "against their own ceiling" in completed.stdout
 
 
 @pytest.mark.slow
