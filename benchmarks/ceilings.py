@@ -355,6 +355,7 @@ def raw_client(url: str, batch: int) -> Callable[[int], int]:
 #: What the raw clients send: each family's reset, and its action chosen from the last observation.
 RAW_RESETS: dict[str, dict[str, Any]] = {
     "echo": {},
+    "echo-env": {},
     "finrl": {},
     "chess": {"agent_color": "white"},
     "atari": {"screen_encoding": "delta"},
@@ -375,7 +376,7 @@ def raw_family_client(
     finrl_action = {"actions": rng.uniform(-1, 1, 5).round(3).tolist()}
 
     def act(data: dict[str, Any]) -> dict[str, Any]:
-        if family == "echo":
+        if family in ("echo", "echo-env"):
             return {"message": "hi"}
         if family == "finrl":
             return finrl_action
@@ -475,7 +476,7 @@ def measure(rounds: int, steps: int) -> tuple[dict[str, Any], dict[str, dict[str
     servers = {name: EmbeddedServer(name, max_sessions=64) for name in ("echo", "atari", "finrl", "chess")}
     urls = {name: server.start() for name, server in servers.items()}
     pids = {name: server._process.pid for name, server in servers.items()}  # type: ignore[union-attr]
-    raws = {family: raw_server(family) for family in ("echo", "finrl", "chess", "atari")}
+    raws = {family: raw_server(family) for family in ("echo", "echo-env", "finrl", "chess", "atari")}
     raw_url, raw_pid = raws["echo"][1:]
     envs: list[Any] = []
 
@@ -552,6 +553,8 @@ def measure(rounds: int, steps: int) -> tuple[dict[str, Any], dict[str, dict[str
                 runs[f"raw client, our server: {family}, {N} steps a message"] = Measured(
                     raw_family_client(urls[family], family, N, rng, ours=True), pids[family]
                 )
+        _, url, pid = raws["echo-env"]  # our EchoEnvironment behind the raw server: the same work as ours
+        runs[f"raw echo-env, {N} steps a message"] = Measured(raw_family_client(url, "echo-env", N, rng), pid)
         samples: dict[str, list[dict[str, float]]] = {name: [] for name in runs}
         for _ in range(rounds):
             for name, run in runs.items():
@@ -662,6 +665,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "raw_server_cpu_us": rates[f"raw websockets, {N} steps a message"]["server_cpu_us"],
         "servers_same_client": same_client / per_s[f"raw echo, {N} steps a message"],
         "clients_same_server": per_s[f"echo, make_vec {N}"] / same_client,
+        # The raw server stepping our EchoEnvironment (its pydantic action and observation, as any OpenEnv
+        # server's echo must): what of the servers' gap is the environment's models rather than our server.
+        "raw_echo_env_per_s": per_s[f"raw echo-env, {N} steps a message"],
+        "servers_same_env": same_client / per_s[f"raw echo-env, {N} steps a message"],
     }
     split = breakdown(rates, serialised)
     report = {
@@ -705,8 +712,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{t['raw_batched_per_s']:,.0f}/s = {t['vs_raw']:.2f}x (target {t['target']}); CPU per step: "
         f"client {t['ours_client_cpu_us']:.1f} vs {t['raw_client_cpu_us']:.1f} us, "
         f"server {t['ours_server_cpu_us']:.1f} vs {t['raw_server_cpu_us']:.1f} us; under one raw client our "
-        f"server is {t['servers_same_client']:.2f}x the raw one, and on our server our client "
-        f"{t['clients_same_server']:.2f}x the raw one"
+        f"server is {t['servers_same_client']:.2f}x the raw one ({t['servers_same_env']:.2f}x the raw one "
+        f"stepping our EchoEnvironment), and on our server our client {t['clients_same_server']:.2f}x the "
+        "raw one"
     )
     print(
         "\nServer CPU per step, one env on /ws (us): total = env + serialisation + transport"

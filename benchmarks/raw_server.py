@@ -6,13 +6,14 @@ per entry, each entry's ``session`` its own environment), with nothing in betwee
 no envelopes beyond the wire's own. Run as its own process, like a real server:
 
     python benchmarks/raw_server.py                # echo, from Python dicts: the transport's baseline
-    python benchmarks/raw_server.py --env finrl    # finrl, chess or atari: our environment classes
+    python benchmarks/raw_server.py --env finrl    # finrl, chess, atari or echo-env: our environment classes
 
 It prints ``LISTENING http://127.0.0.1:PORT pid N`` and serves until killed.
 
 With ``--env``, each step does only what any OpenEnv server must: parse the message, validate the action
 into the environment's action model, step the environment class our server runs (chess against its random
-opponent, as the white player; Atari Pong sending screen deltas; FinRL on the default synthetic market),
+opponent, as the white player; Atari Pong sending screen deltas; FinRL on the default synthetic market;
+``echo-env`` our ``EchoEnvironment``, where plain ``echo`` answers from dicts),
 and serialise the observation into the reply, as the framework's ``serialize_observation`` does. What is
 left between this and our server is what the framework and our extensions add; what is left between this
 and the in-process ceiling is what the machine charges for a process boundary and a payload.
@@ -68,8 +69,12 @@ def environment_replies(family: str) -> Callable[[dict[Any, Any], dict[str, Any]
         from openenv_lab.servers.atari import AtariAction, AtariEnvironment
 
         make, action_model = AtariEnvironment, AtariAction
+    elif family == "echo-env":
+        from openenv_lab.servers.echo import EchoAction, EchoEnvironment
+
+        make, action_model = EchoEnvironment, EchoAction
     else:
-        raise ValueError(f"no environment {family!r}: finrl, chess or atari")
+        raise ValueError(f"no environment {family!r}: finrl, chess, atari or echo-env")
 
     def reply(envs: dict[Any, Any], entry: dict[str, Any]) -> dict[str, Any]:
         session = entry.get("session", 0)
@@ -125,7 +130,7 @@ async def main(family: str) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="echo", choices=("echo", "finrl", "chess", "atari"))
+    parser.add_argument("--env", default="echo", choices=("echo", "echo-env", "finrl", "chess", "atari"))
     args = parser.parse_args()
     try:
         import uvloop

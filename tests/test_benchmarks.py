@@ -141,6 +141,7 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
         assert row["servers_same_client"] * row["clients_same_server"] == pytest.approx(row["vs_raw"])
     transport = report["transport"]
     assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
+    assert transport["servers_same_env"] > 0  # and the raw server stepped our EchoEnvironment
     for family in ("echo", "finrl", "chess", "atari"):  # the raw client played our servers too
         assert report["rates"][f"raw client, our server: {family}, one env"]["steps_per_s"] > 0
     assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
