@@ -21,10 +21,10 @@ all, so a ceiling no implementation reaches here shows as such.
 Whether a target is within reach at all: the raw server and client against a ceiling of their own (the
 same in-process step, and the raw client's empty echo round trip in the same shape). The ceiling counts
 the payload as free to move; where even the raw pair stays below the target, moving the family's
-observations and the environment's slowdown in a server process cost more than the target leaves, on any
-implementation of this wire in Python on this machine. And where ours loses to the raw pair: the raw client
-plays our server too, so that "ours vs raw" splits into the servers under the same client times the
-clients on the same (our) server.
+observations and the environment's slowdown in a server process cost more than the target leaves: an
+implementation would have to be leaner than the raw pair to meet it here. And where ours loses to the raw
+pair: the raw client plays our server too, so that "ours vs raw" splits into the servers under the same
+client times the clients on the same (our) server.
 
 The transport itself: ``openenv/echo`` make_vec 16 against the raw server answering 16 echo observations
 per message to the raw client sending them.

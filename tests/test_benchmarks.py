@@ -131,17 +131,32 @@ def test_the_trl_tools_script_puts_a_tool_call_beside_a_generation(tmp_path):
 @pytest.mark.slow
 def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
     completed, report = run("ceilings.py", "--quick", json_path=tmp_path / "ceilings.json", timeout=600)
-    for row in report["targets"].values():
+    rates = {name: row["steps_per_s"] for name, row in report["rates"].items()}
+    # Each target's raw pair: its family's raw server and client, the raw client's empty round trip of the
+    # same shape (its own ceiling), and the same client on our server (the split of ours vs raw).
+    shapes = {
+        "Pong, one env": ("atari", "one env", "ALE/Pong-v5 in process"),
+        "FinRL, one env": ("finrl", "one env", "FinRL class"),
+        "FinRL, make_vec 16": ("finrl", "16 steps a message", "FinRL class"),
+        "chess, make_vec 16": ("chess", "16 steps a message", "chess class"),
+    }
+    assert set(report["targets"]) == set(shapes)
+    for name, row in report["targets"].items():
         assert row["of_ceiling"] == row["steps_per_s"] / row["ceiling_per_s"] and 0 < row["target"] < 1
         assert row["vs_raw"] == row["steps_per_s"] / row["raw_per_s"]  # the raw server played the same env
         assert row["raw_of_ceiling"] == row["raw_per_s"] / row["ceiling_per_s"]
-        # The raw pair against its own ceiling: the same class, its own empty round trip (faster than ours).
+        family, shape, work = shapes[name]
+        assert row["raw_per_s"] == rates[f"raw {family}, {shape}"]
+        trip = rates[f"raw echo, {shape}"]
+        assert row["raw_ceiling_per_s"] == pytest.approx(1 / (1 / rates[work] + 1 / trip))
         assert row["raw_of_raw_ceiling"] == row["raw_per_s"] / row["raw_ceiling_per_s"]
-        # Ours vs raw, split by the raw client driving our server: the two factors multiply back.
-        assert row["servers_same_client"] * row["clients_same_server"] == pytest.approx(row["vs_raw"])
+        same_client = rates[f"raw client, our server: {family}, {shape}"]
+        assert row["servers_same_client"] == same_client / row["raw_per_s"]
+        assert row["clients_same_server"] == row["steps_per_s"] / same_client
     transport = report["transport"]
     assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
-    assert transport["servers_same_env"] > 0  # and the raw server stepped our EchoEnvironment
+    ours_batched = rates["raw client, our server: echo, 16 steps a message"]
+    assert transport["servers_same_env"] == ours_batched / rates["raw echo-env, 16 steps a message"]
     for family in ("echo", "finrl", "chess", "atari"):  # the raw client played our servers too
         assert report["rates"][f"raw client, our server: {family}, one env"]["steps_per_s"] > 0
     assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
