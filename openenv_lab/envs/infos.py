@@ -84,27 +84,37 @@ def batch_infos(env_infos: Iterable[tuple[int, dict[str, Any]]], rows: int) -> d
     """
     pairs = list(env_infos)
     columns: dict[str, tuple[list[int], list[Any]]] = {}
-    for row, info in pairs:
-        for key, value in info.items():
-            column = columns.get(key)
-            if column is None:
-                columns[key] = ([row], [value])
-            else:
-                column[0].append(row)
-                column[1].append(value)
+    keys = pairs[0][1].keys() if pairs else ()
+    if all(info.keys() == keys for _, info in pairs):  # the usual case: every row has the same keys
+        at = [row for row, _ in pairs]
+        columns = {key: (at, [info[key] for _, info in pairs]) for key in keys}
+    else:
+        for row, info in pairs:
+            for key, value in info.items():
+                column = columns.get(key)
+                if column is None:
+                    columns[key] = ([row], [value])
+                else:
+                    column[0].append(row)
+                    column[1].append(value)
     if any(key.startswith("_") for key in columns):  # a key that may be another's mask: as add_info does
         out: dict[str, Any] = {}
         for row, info in pairs:
             out = add_info(out, info, row, rows)
         return out
+    every_row = list(range(rows))
+    all_true = np.ones(rows, dtype=np.bool_)  # copied: each key has a mask of its own
     batched: dict[str, Any] = {}
     for key, (at, values) in columns.items():
-        array = None if key == "final_obs" else _column(at, values, rows)
+        dense = at == every_row  # each row, in order: the arrays are built from the values directly
+        array = None if key == "final_obs" else _column(at, values, rows, dense)
         if array is None:  # mixed kinds, or final_obs: row by row, as add_info does
             one: dict[str, Any] = {}
             for row, value in zip(at, values, strict=True):
                 one = add_info(one, {key: value}, row, rows)
             array, mask = one[key], one[f"_{key}"]
+        elif dense:
+            mask = all_true.copy()
         else:
             mask = np.zeros(rows, dtype=np.bool_)
             mask[at] = True
@@ -112,9 +122,9 @@ def batch_infos(env_infos: Iterable[tuple[int, dict[str, Any]]], rows: int) -> d
     return batched
 
 
-def _column(at: list[int], values: list[Any], rows: int) -> Any:
-    """One key's values (in rows ``at``) as `add_info` would batch them, when all are of one kind; else
-    None."""
+def _column(at: list[int], values: list[Any], rows: int, dense: bool) -> Any:
+    """One key's values (in rows ``at``; ``dense``: each row in order) as `add_info` would batch them,
+    when all are of one kind; else None."""
     kinds = set(map(type, values))
     if len(kinds) != 1:
         return None
@@ -124,7 +134,10 @@ def _column(at: list[int], values: list[Any], rows: int) -> Any:
     if kind is int or kind is float or kind is bool:
         if kind is int and not (min(values) >= -(2**63) and max(values) < 2**63):
             return None
-        array = np.zeros(rows, dtype=np.int64 if kind is int else kind)
+        dtype = np.int64 if kind is int else kind
+        if dense:
+            return np.array(values, dtype=dtype)
+        array = np.zeros(rows, dtype=dtype)
         array[at] = values
         return array
     first = values[0]
@@ -132,6 +145,8 @@ def _column(at: list[int], values: list[Any], rows: int) -> Any:
         shape, dtype = first.shape, first.dtype
         if any(value.shape != shape or value.dtype != dtype for value in values):
             return None
+        if dense and dtype.kind in "biufc":
+            return np.array(values, dtype=dtype)
         array = np.zeros((rows, *shape), dtype=dtype)
         if dtype.kind == "O":  # numpy would look inside the objects: one row at a time
             for row, value in zip(at, values, strict=True):
@@ -141,7 +156,9 @@ def _column(at: list[int], values: list[Any], rows: int) -> Any:
         return array
     if isinstance(first, (np.generic, np.ndarray)):  # numpy's scalars, arrays' subclasses
         return None
-    array = np.full(rows, fill_value=None, dtype=object)  # text, lists, None, other objects: one per row
+    if dense:  # text, lists, None, other objects: one per row (fromiter does not look inside them)
+        return np.fromiter(values, dtype=object, count=rows)
+    array = np.full(rows, fill_value=None, dtype=object)
     try:
         for row, value in zip(at, values, strict=True):
             array[row] = value

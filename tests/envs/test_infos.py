@@ -83,6 +83,30 @@ def test_batching_a_key_at_a_time_is_adding_row_by_row(infos, random):
     assert identical(batch_infos(pairs, len(rows)), added_row_by_row(pairs, len(rows)))
 
 
+#: Infos whose rows all have the same keys, as a server's usually do (the case batched in one go).
+SAME_KEYS = st.lists(KEYS, min_size=1, max_size=3, unique=True).flatmap(
+    lambda keys: st.lists(st.fixed_dictionaries(dict.fromkeys(keys, VALUES)), min_size=1, max_size=5)
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(INFOS, SAME_KEYS))
+def test_batching_every_row_in_order_is_adding_row_by_row(infos):
+    pairs = list(enumerate(infos))  # a vector step's infos: each row, in order
+    batched = batch_infos(pairs, len(infos))
+    assert identical(batched, added_row_by_row(pairs, len(infos)))
+    arrays = list(arrays_in(batched))
+    assert len({id(array) for array in arrays}) == len(arrays)  # each key and mask an array of its own
+
+
+def arrays_in(batched):
+    for value in batched.values():
+        if isinstance(value, dict):
+            yield from arrays_in(value)
+        else:
+            yield value
+
+
 @pytest.mark.parametrize(
     "infos",
     [
