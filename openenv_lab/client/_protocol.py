@@ -26,6 +26,7 @@ __all__ = [
     "StepResult",
     "batch_message",
     "close_message",
+    "observation_data",
     "parse_batch",
     "parse_reply",
     "reply_data",
@@ -214,12 +215,24 @@ def parse_observation(data: dict[str, Any], *, url: str | None = None) -> StepRe
         metadata = nested
     else:
         metadata = {}
-    return StepResult(
-        observation=observation,
-        reward=_normalise_reward(data.get("reward"), url),
-        done=_normalise_done(data.get("done", False), url),
-        metadata=metadata,
-    )
+    # Every reply of every step comes through here: the usual types are taken as they are, without a call.
+    reward = data.get("reward")
+    if type(reward) is not float and reward is not None:
+        reward = _normalise_reward(reward, url)
+    done = data.get("done", False)
+    if type(done) is not bool:
+        done = _normalise_done(done, url)
+    return StepResult(observation, reward, done, metadata)
+
+
+def observation_data(message: Any, *, url: str | None = None) -> StepResult:
+    """`parse_observation` of the ``data`` of a decoded ``observation`` reply (or one entry of a batch):
+    ``parse_observation(reply_data(message, expected="observation"))``, with the usual case first."""
+    if type(message) is dict and message.get("type") == "observation":
+        data = message.get("data")
+        if type(data) is dict:
+            return parse_observation(data, url=url)
+    return parse_observation(reply_data(message, expected="observation", url=url), url=url)
 
 
 def error_from_message(data: dict[str, Any], *, url: str | None = None) -> ServerError:

@@ -241,7 +241,7 @@ class BatchedSession(_ChannelSeat):
 
 def read_observation(reply: Any, url: str) -> StepResult:
     """One entry of a batch's replies as a `StepResult` (or the error it carries, raised)."""
-    return _protocol.parse_observation(_protocol.reply_data(reply, expected="observation", url=url), url=url)
+    return _protocol.observation_data(reply, url=url)
 
 
 class SyncChannel:
