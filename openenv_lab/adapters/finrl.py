@@ -162,7 +162,9 @@ class FinRLAdapter(Adapter):
             value = float(value)
         except (TypeError, ValueError):
             observation, value = np.array([np.nan]), np.nan
-        if not (np.isfinite(observation).all() and math.isfinite(value)):
+        # One reduction instead of isfinite's array and all(): float32 values summed as float64 cannot
+        # overflow, so the sum is finite exactly when every value is.
+        if not (math.isfinite(observation.sum(dtype=np.float64)) and math.isfinite(value)):
             raise ProtocolError(
                 "The FinRL server sent a state or portfolio value that is not a finite number (NaN, "
                 "infinity, or null, as JSON writes them), which comes from NaN, infinite or empty prices in "

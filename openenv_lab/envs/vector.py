@@ -304,13 +304,14 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         self._send(requests)
         replies = self._collect(len(ids))
 
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminations = np.zeros(self.num_envs, dtype=np.bool_)
-        truncations = np.zeros(self.num_envs, dtype=np.bool_)
-        infos_by_env: list[dict[str, Any]] = []
-        for i in range(self.num_envs):
-            self._env_obs[i], rewards[i], terminations[i], truncations[i], info = replies[i]
-            infos_by_env.append(info)
+        # Each reply's five values into five columns at once (numpy's per-element assignment costs more).
+        columns = zip(*(replies[i] for i in range(self.num_envs)), strict=True)
+        env_obs, reward_list, terminated_list, truncated_list, infos_tuple = columns
+        self._env_obs[:] = env_obs
+        rewards = np.array(reward_list, dtype=np.float64)
+        terminations = np.array(terminated_list, dtype=np.bool_)
+        truncations = np.array(truncated_list, dtype=np.bool_)
+        infos_by_env: list[dict[str, Any]] = list(infos_tuple)
         ended = np.logical_or(terminations, truncations)
         if self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():  # reset those now, at once
             finished = np.flatnonzero(ended).tolist()
