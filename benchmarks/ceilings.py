@@ -581,9 +581,10 @@ def ceiling(work: float, trip: float) -> float:
     return 1 / (1 / work + 1 / trip)
 
 
-def reachable(row: dict[str, float]) -> str:
-    """Whether the raw implementation reaches a target against its own ceiling, in words."""
-    if row["raw_of_raw_ceiling"] >= row["target"]:
+def reachable(share: float, target: float) -> str:
+    """Whether the raw implementation, making ``share`` of what it is measured against, reaches
+    ``target``, in words."""
+    if share >= target:
         return "the target is within reach here"
     return "the target is above what this machine allows"
 
@@ -669,6 +670,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # server's echo must): what of the servers' gap is the environment's models rather than our server.
         "raw_echo_env_per_s": per_s[f"raw echo-env, {N} steps a message"],
         "servers_same_env": same_client / per_s[f"raw echo-env, {N} steps a message"],
+        # The target's reach: the raw server and client doing that environment's work make this share of
+        # the raw baseline's steps; below the target, no implementation stepping it reaches the target here.
+        "raw_echo_env_of_raw": per_s[f"raw echo-env, {N} steps a message"] / raw,
     }
     split = breakdown(rates, serialised)
     report = {
@@ -703,7 +707,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name, row in targets.items():
         print(
             f"  {name:24s} raw {row['raw_of_raw_ceiling']:.2f} of {row['raw_ceiling_per_s']:9,.0f}/s "
-            f"({reachable(row)}); ours vs raw {row['vs_raw']:.2f}x = server {row['servers_same_client']:.2f}x"
+            f"({reachable(row['raw_of_raw_ceiling'], row['target'])}); ours vs raw {row['vs_raw']:.2f}x = "
+            f"server {row['servers_same_client']:.2f}x"
             f" * client {row['clients_same_server']:.2f}x"
         )
     t = transport
@@ -714,7 +719,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"server {t['ours_server_cpu_us']:.1f} vs {t['raw_server_cpu_us']:.1f} us; under one raw client our "
         f"server is {t['servers_same_client']:.2f}x the raw one ({t['servers_same_env']:.2f}x the raw one "
         f"stepping our EchoEnvironment), and on our server our client {t['clients_same_server']:.2f}x the "
-        "raw one"
+        f"raw one. The raw pair stepping our EchoEnvironment makes {t['raw_echo_env_of_raw']:.2f}x the raw "
+        f"baseline's steps ({reachable(t['raw_echo_env_of_raw'], t['target'])})"
     )
     print(
         "\nServer CPU per step, one env on /ws (us): total = env + serialisation + transport"

@@ -44,6 +44,22 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
+def _echo_env_reach(t: dict[str, Any]) -> str:
+    """Whether the transport target is within reach of any server stepping our `EchoEnvironment`: the raw
+    server and client doing that work, against the raw baseline (from the rates, for runs that predate
+    ``raw_echo_env_of_raw``)."""
+    share = t["raw_echo_env_per_s"] / t["raw_batched_per_s"]
+    verdict = (
+        "so the target is within reach here"
+        if share >= t["target"]
+        else "so no implementation stepping that environment reaches the target: it is above this machine"
+    )
+    return (
+        f"The raw server and client stepping our `EchoEnvironment` make {share:.2f}x the raw baseline's "
+        f"steps, {verdict}."
+    )
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     """A Markdown table; columns of figures are aligned right."""
     numeric = [all(re.fullmatch(r"[-\d,.x /]+", row[i]) for row in rows) for i in range(len(header))]
@@ -271,7 +287,8 @@ def ceilings(section: dict[str, Any]) -> str:
         f"client, our server answers {t['servers_same_client']:.2f}x as many steps as the raw one (and "
         f"{t['servers_same_env']:.2f}x as many as the raw one stepping our `EchoEnvironment`, with its "
         f"pydantic action and observation, where the plain raw one answers from dicts); on our server, our "
-        f"vector env makes {t['clients_same_server']:.2f}x as many as the raw client."
+        f"vector env makes {t['clients_same_server']:.2f}x as many as the raw client. "
+        f"{_echo_env_reach(t)}"
     )
     parts = ("env_us", "serialisation_us", "transport_us", "out_of_process_us", "framework_us")
     split = _table(

@@ -157,6 +157,8 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
     assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
     ours_batched = rates["raw client, our server: echo, 16 steps a message"]
     assert transport["servers_same_env"] == ours_batched / rates["raw echo-env, 16 steps a message"]
+    raw_batched = rates["raw websockets, 16 steps a message"]
+    assert transport["raw_echo_env_of_raw"] == rates["raw echo-env, 16 steps a message"] / raw_batched
     for family in ("echo", "finrl", "chess", "atari"):  # the raw client played our servers too
         assert report["rates"][f"raw client, our server: {family}, one env"]["steps_per_s"] > 0
     assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
