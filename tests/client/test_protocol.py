@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -11,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openenv_lab.client import CapacityError, ProtocolError, ServerError
-from openenv_lab.client._protocol import parse_observation, parse_reply, reset_message, step_message
+from openenv_lab.client._protocol import (
+    observation_data,
+    parse_observation,
+    parse_reply,
+    reply_data,
+    reset_message,
+    step_message,
+)
 from openenv_lab.client._urls import http_url, is_loopback, ws_url
 
 
@@ -62,6 +70,55 @@ def test_reward_is_normalised(wire, expected):
     result = parse_observation({"observation": {}, "reward": wire, "done": False})
     assert result.reward == expected
     assert result.reward is None or type(result.reward) is float
+
+
+@pytest.mark.parametrize(("wire", "expected"), [(True, True), (False, False), (1, True), (0, False)])
+def test_done_is_normalised(wire, expected):
+    assert parse_observation({"observation": {}, "reward": 0.0, "done": wire}).done is expected
+
+
+def test_bad_done_is_a_protocol_error():
+    with pytest.raises(ProtocolError, match="done"):
+        parse_observation({"observation": {}, "reward": 0.0, "done": "yes"})
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"type": "observation", "data": {"observation": {"a": 1}, "reward": 0.5, "done": False}},
+        {"type": "observation", "data": {"observation": {"a": 1}, "reward": 1, "done": 0}},
+        {
+            "type": "observation",
+            "data": {
+                "observation": {"metadata": {"a": 1}},
+                "reward": None,
+                "done": True,
+                "metadata": {"b": 2},
+            },
+        },
+        {"type": "observation", "data": {"observation": [1], "reward": 0.0, "done": False}},
+        {"type": "observation", "data": {"observation": {}, "reward": "high", "done": False}},
+        {"type": "observation", "data": None},
+        {"type": "observation"},
+        {"type": "error", "data": {"message": "boom", "code": "EXECUTION_ERROR"}},
+        {"type": "state", "data": {}},
+        [1, 2],
+    ],
+)
+def test_a_batch_entry_is_read_as_reply_data_then_parse_observation_would(message):
+    def outcome(read):
+        try:
+            return read(copy.deepcopy(message))
+        except Exception as exc:  # the same error, with the same words
+            return type(exc), str(exc)
+
+    direct = outcome(lambda m: observation_data(m, url="ws://h/ws/batch"))
+    general = outcome(
+        lambda m: parse_observation(
+            reply_data(m, expected="observation", url="ws://h/ws/batch"), url="ws://h/ws/batch"
+        )
+    )
+    assert direct == general
 
 
 def test_missing_reward_and_done_default():
