@@ -60,13 +60,19 @@ def server_cpu_seconds(pid: int) -> float | None:
     with it; the servers measured here keep theirs.) Elsewhere, psutil's ``cpu_times``.
     """
     try:
-        total = 0
-        for task in os.listdir(f"/proc/{pid}/task"):
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # not Linux, or the process is gone
+        tasks = []
+    total, read = 0, False
+    for task in tasks:
+        try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as stats:
                 total += int(stats.read().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile (or no schedstat)
+            continue
+        read = True
+    if read:
         return total / 1e9
-    except (OSError, ValueError, IndexError):
-        pass
     try:
         times = psutil.Process(pid).cpu_times()
     except psutil.Error:
