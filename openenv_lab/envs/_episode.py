@@ -183,13 +183,24 @@ class Episode:
             ) from exc
 
 
-def contains(space: gym.Space[Any], action: Any) -> bool:
-    """``space.contains(action)``, answered directly for an array of a `Box`'s own shape and dtype.
+_INT64 = np.dtype(np.int64)
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
-    That is the case of every step of a Box-action environment (SB3, CleanRL), and there gymnasium's
-    ``Box.contains`` answers the same two bound comparisons after checks that cost it several times as
-    much (``np.can_cast``, ``np.all``).
+
+def contains(space: gym.Space[Any], action: Any) -> bool:
+    """``space.contains(action)``, answered directly in the two cases of almost every step.
+
+    An array of a `Box`'s own shape and dtype (every step of a Box-action environment under SB3 or
+    CleanRL): gymnasium's ``Box.contains`` answers the same two bound comparisons after checks that cost it
+    several times as much (``np.can_cast``, ``np.all``). A Python ``int`` or ``np.int64`` for a
+    `Discrete` space of the default dtype (chess, Atari, the board games): ``Discrete.contains`` builds an
+    ``np.iinfo`` and a numpy scalar to answer ``start <= action < start + n``.
     """
+    if type(space) is spaces.Discrete and (type(action) is int or type(action) is np.int64):
+        if space.dtype is not _INT64:
+            return space.contains(action)
+        start, value = int(space.start), int(action)
+        return start <= value < start + int(space.n) and value <= _INT64_MAX
     if (
         type(space) is spaces.Box
         and type(action) is np.ndarray

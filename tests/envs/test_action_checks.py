@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gymnasium import spaces
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -59,3 +59,34 @@ def test_box_actions_are_checked_as_gymnasium_checks_them(box, data):
 )
 def test_other_spaces_and_values_are_left_to_gymnasium(space, action):
     assert contains(space, action) == space.contains(action)
+
+
+DISCRETE_ACTIONS = st.one_of(
+    st.integers(-(2**70), 2**70),  # beyond int64 too: gymnasium refuses those
+    st.integers(-(2**63), 2**63 - 1).map(np.int64),
+    st.integers(-(2**31), 2**31 - 1).map(np.int32),
+    st.integers(0, 2**64 - 1).map(np.uint64),
+    st.integers(-5, 20).map(lambda v: np.array(v)),
+    st.booleans(),
+    st.floats(-5, 20),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    n=st.one_of(st.integers(1, 20), st.integers(1, 2**63 - 1)),
+    start=st.one_of(st.integers(-5, 5), st.integers(-(2**62), 2**62)),
+    dtype=st.sampled_from([np.int64, np.int32]),
+    action=DISCRETE_ACTIONS,
+    near=st.integers(-2, 2),
+)
+@example(n=2**63 - 1, start=5, dtype=np.int64, action=2**63 + 1, near=1)  # its last values overflow int64
+def test_discrete_actions_are_checked_as_gymnasium_checks_them(n, start, dtype, action, near):
+    if dtype is np.int32 and not -(2**31) <= start <= start + n < 2**31:
+        return  # not a space gymnasium can build
+    space = spaces.Discrete(n, start=start, dtype=dtype)
+    assert contains(space, action) is space.contains(action)
+    for edge in (start + near, start + n - 1 + near):  # either side of both ends, as int and np.int64
+        assert contains(space, edge) is space.contains(edge)
+        if -(2**63) <= edge < 2**63:
+            assert contains(space, np.int64(edge)) is space.contains(np.int64(edge))
