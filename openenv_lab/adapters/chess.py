@@ -111,7 +111,6 @@ class ChessAdapter(Adapter):
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self._fen = chess.STARTING_FEN
         self._white_to_move = True
-        self._legal: frozenset[str] | None = frozenset()
         self._legal_list: list[str] = []
         self._last_move: str | None = None
         self._agent_color = "white"
@@ -125,7 +124,7 @@ class ChessAdapter(Adapter):
 
     def action_to_move(self, action: int) -> str:
         """The UCI move an action index stands for in the current position (``"0000"`` if off the board)."""
-        return index_to_uci(int(action), self._white_to_move, self._legal_set())
+        return index_to_uci(int(action), self._white_to_move, self._legal_list)
 
     def action_masks(self) -> np.ndarray:
         """Boolean mask of the legal actions in the current position."""
@@ -147,7 +146,8 @@ class ChessAdapter(Adapter):
         raw = result.observation
         metadata = result.metadata
         fen = raw.get("fen")
-        if not isinstance(fen, str) or len(fen.split()) < 2:
+        fields = fen.split() if isinstance(fen, str) else ()
+        if len(fields) < 2:
             raise ProtocolError(f"A chess observation needs a 'fen' string; got fields {sorted(raw)}")
         legal_moves = raw.get("legal_moves") or []
         if reset:
@@ -165,9 +165,8 @@ class ChessAdapter(Adapter):
             self._history.append((fen, move))
             self._last_move = metadata.get("opponent_move") or move
         self._fen = fen
-        self._white_to_move = fen.split()[1] == "w"
+        self._white_to_move = fields[1] == "w"
         self._legal_list = list(legal_moves)  # ours: the user may change the lists in info
-        self._legal: frozenset[str] | None = None  # built when a move is decoded (see _legal_set)
         if not result.done:
             self._agent_color = "white" if self._white_to_move else "black"
 
@@ -194,17 +193,12 @@ class ChessAdapter(Adapter):
         reward = 0.0 if result.reward is None else result.reward
         return Transition(observation, reward, terminated, truncated, info)
 
-    def _legal_set(self) -> frozenset[str]:
-        if self._legal is None:
-            self._legal = frozenset(self._legal_list)
-        return self._legal
-
     # ------------------------------------------------------------------ recording
 
     def describe_action(self, action: Any) -> str:
         """The move in UCI and, when legal, SAN: ``"g1f3 (Nf3)"``."""
         uci = self.action_to_move(action)
-        if uci not in self._legal_set():
+        if uci not in self._legal_list:
             return f"{uci} (illegal)"
         return f"{uci} ({chess.Board(self._fen).san(chess.Move.from_uci(uci))})"
 

@@ -25,6 +25,7 @@ This module is pure computation (no python-chess on the hot path): FEN text in, 
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 
 import numpy as np
 
@@ -50,10 +51,12 @@ def _square_name(file: int, rank: int) -> str:
     return f"{_FILES[file]}{rank + 1}"
 
 
-def _build_tables() -> tuple[list[list[str]], list[dict[str, int]]]:
-    """Index -> UCI and UCI -> index, for white to move (0) and black to move (1)."""
+def _build_tables() -> tuple[list[list[str]], list[dict[str, int]], frozenset[int]]:
+    """Index -> UCI and UCI -> index, for white to move (0) and black to move (1); and the indices whose
+    move may be a pawn's queen promotion (the same for both: indices are seen from the mover's side)."""
     to_uci: list[list[str]] = [["0000"] * NUM_ACTIONS, ["0000"] * NUM_ACTIONS]
     to_index: list[dict[str, int]] = [{}, {}]
+    promoting: set[int] = set()
     for colour in (0, 1):
         for square in range(64):
             file, rank = square % 8, square // 8
@@ -81,10 +84,11 @@ def _build_tables() -> tuple[list[list[str]], list[dict[str, int]]]:
                 to_index[colour][uci] = index
                 if not promotion and rank == 6 and to_rank == 7 and abs(dx) <= 1 and plane < 56:
                     to_index[colour][uci + "q"] = index  # a pawn's queen move: queen promotion
-    return to_uci, to_index
+                    promoting.add(index)
+    return to_uci, to_index, frozenset(promoting)
 
 
-_TO_UCI, _TO_INDEX = _build_tables()
+_TO_UCI, _TO_INDEX, _PROMOTING = _build_tables()
 
 
 def uci_to_index(uci: str, white_to_move: bool) -> int:
@@ -102,19 +106,20 @@ def uci_to_index(uci: str, white_to_move: bool) -> int:
         raise ValueError(f"{uci!r} is not a chess move that the 8x8x73 encoding can represent") from None
 
 
-def index_to_uci(
-    index: int, white_to_move: bool, legal_moves: frozenset[str] | set[str] = frozenset()
-) -> str:
-    """The UCI move of an action index; queen promotion is added when ``uci + "q"`` is legal.
+def index_to_uci(index: int, white_to_move: bool, legal_moves: Collection[str] = ()) -> str:
+    """The UCI move of an action index; queen promotion is added when ``uci + "q"`` is in ``legal_moves``
+    (looked at only for the moves from the seventh rank to the eighth that a pawn could make).
 
     Indices that leave the board give ``"0000"``.
 
     Example:
         >>> index_to_uci(877, white_to_move=True)
         'e2e4'
+        >>> index_to_uci(uci_to_index("a7a8", True), True, legal_moves=["a7a8q", "a7a8n"])
+        'a7a8q'
     """
     uci = _TO_UCI[0 if white_to_move else 1][index]
-    if uci != "0000" and uci + "q" in legal_moves:
+    if index in _PROMOTING and uci + "q" in legal_moves:
         return uci + "q"
     return uci
 

@@ -64,6 +64,24 @@ def test_promotions_queen_is_the_plain_move_underpromotions_have_planes():
     assert {uci_to_index(u, True) % 73 for u in ("a7a8n", "a7a8b", "a7a8r")} == {67, 68, 69}
     assert index_to_uci(queen, True, legal) == "a7a8q"
     assert index_to_uci(queen, True, frozenset()) == "a7a8"  # not legal: no promotion guessed
+    assert index_to_uci(queen, True, sorted(legal)) == "a7a8q"  # any collection of moves will do
+
+
+@pytest.mark.parametrize("white", [True, False])
+def test_a_queen_promotion_is_added_exactly_to_the_moves_a_pawn_could_promote_with(white):
+    last, before = (8, 7) if white else (1, 2)
+    for index in range(NUM_ACTIONS):
+        uci = index_to_uci(index, white)
+        if uci == "0000" or len(uci) == 5:
+            continue
+        move = chess.Move.from_uci(uci)
+        pawn_promotion = (
+            chess.square_rank(move.from_square) + 1 == before
+            and chess.square_rank(move.to_square) + 1 == last
+            and abs(chess.square_file(move.from_square) - chess.square_file(move.to_square)) <= 1
+        )
+        expected = uci + "q" if pawn_promotion else uci
+        assert index_to_uci(index, white, [uci + "q"]) == expected, uci
 
 
 def test_black_moves_are_mirrored():
