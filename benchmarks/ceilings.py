@@ -72,6 +72,7 @@ from pydantic_core import from_json, to_json
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from reach import reach  # noqa: E402
 from vector_throughput import server_cpu_seconds  # noqa: E402
 
 from openenv_lab.files import write_text_atomically  # noqa: E402
@@ -580,14 +581,12 @@ def ceiling(work: float, trip: float) -> float:
     return 1 / (1 / work + 1 / trip)
 
 
-def reachable(raw_share: float, target: float, ours_share: float = 0.0) -> str:
-    """Whether a target is within reach here, in words: met by ours, or reached by the raw implementation
-    (making ``raw_share`` of what it is measured against), or neither."""
-    if ours_share >= target:
-        return "the target is met here"
-    if raw_share >= target:
-        return "the target is within reach here"
-    return "the target is above what this machine allows"
+#: The printout's words for each verdict of `reach.reach`.
+REACH_WORDS = {
+    "met": "the target is met here",
+    "reachable": "the target is within reach here",
+    "above": "the target is above what this machine allows",
+}
 
 
 def breakdown(
@@ -706,7 +705,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print("\nThe raw client and server against their own ceiling (the class + their own empty round trip),")
     print("and ours vs raw split: servers under the same (raw) client x clients on the same (our) server")
     for name, row in targets.items():
-        verdict = reachable(row["raw_of_raw_ceiling"], row["target"], row["of_ceiling"])
+        verdict = REACH_WORDS[reach(row["of_ceiling"], row["raw_of_raw_ceiling"], row["target"])]
         print(
             f"  {name:24s} raw {row['raw_of_raw_ceiling']:.2f} of {row['raw_ceiling_per_s']:9,.0f}/s "
             f"({verdict}); ours vs raw {row['vs_raw']:.2f}x = server {row['servers_same_client']:.2f}x"
@@ -721,7 +720,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"server is {t['servers_same_client']:.2f}x the raw one ({t['servers_same_env']:.2f}x the raw one "
         f"stepping our EchoEnvironment), and on our server our client {t['clients_same_server']:.2f}x the "
         f"raw one. The raw pair stepping our EchoEnvironment makes {t['raw_echo_env_of_raw']:.2f}x the raw "
-        f"baseline's steps ({reachable(t['raw_echo_env_of_raw'], t['target'], t['vs_raw'])})"
+        f"baseline's steps ({REACH_WORDS[reach(t['vs_raw'], t['raw_echo_env_of_raw'], t['target'])]})"
     )
     print(
         "\nServer CPU per step, one env on /ws (us): total = env + serialisation + transport"

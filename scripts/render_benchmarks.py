@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from reach import reach  # noqa: E402  (the benchmarks' own rule: a target met, reachable, or not)
+
 RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
 #: Written by tests/envs/test_official_envs.py when OPENENV_LAB_COMPATIBILITY_JSON names it.
 COMPATIBILITY = ROOT / "benchmarks" / "results" / "compatibility.json"
@@ -44,26 +48,20 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x"
 
 
-def _reach(ours: float, raw: float, target: float) -> str:
-    """Whether a target is within reach here: met by ours, reached by the raw implementation doing the same
-    work (the share it makes of what it is measured against), or neither."""
-    if ours >= target:
-        return "yes: met"
-    return "yes" if raw >= target else "no: above this machine"
+#: The reach column's words for each verdict of `reach.reach` (the rule itself lives there, once).
+_REACH_COLUMN = {"met": "yes: met", "reachable": "yes", "above": "no: above this machine"}
 
 
 def _echo_env_reach(t: dict[str, Any]) -> str:
     """Whether the transport target is within reach of any server stepping our `EchoEnvironment`: the raw
     server and client doing that work, against the raw baseline."""
     share = t["raw_echo_env_of_raw"]
-    if t["vs_raw"] >= t["target"]:
-        verdict = "and ours meets the target"
-    elif share >= t["target"]:
-        verdict = "so the target is within reach here"
-    else:
-        verdict = (
-            "so no implementation stepping that environment reaches the target: it is above this machine"
-        )
+    verdict = {
+        "met": "and ours meets the target",
+        "reachable": "so the target is within reach here",
+        "above": "so no implementation stepping that environment reaches the target: "
+        "it is above this machine",
+    }[reach(t["vs_raw"], share, t["target"])]
     return (
         f"The raw server and client stepping our `EchoEnvironment` make {share:.2f}x the raw baseline's "
         f"steps, {verdict}."
@@ -264,7 +262,7 @@ def ceilings(section: dict[str, Any]) -> str:
         ],
         rows,
     )
-    reach = _table(
+    reach_table = _table(
         [
             "what the target asks",
             "raw, of its own ceiling",
@@ -279,7 +277,7 @@ def ceilings(section: dict[str, Any]) -> str:
                 name,
                 f"{row['raw_of_raw_ceiling']:.2f}",
                 f"{row['target']:.1f}",
-                _reach(row["of_ceiling"], row["raw_of_raw_ceiling"], row["target"]),
+                _REACH_COLUMN[reach(row["of_ceiling"], row["raw_of_raw_ceiling"], row["target"])],
                 f"{row['vs_raw']:.2f}x",
                 f"{row['servers_same_client']:.2f}x",
                 f"{row['clients_same_server']:.2f}x",
@@ -323,7 +321,7 @@ def ceilings(section: dict[str, Any]) -> str:
     ]
     groups.append(["the raw client, whole", *(f"{section['raw_client_cpu_us'][name]:.1f}" for name in names)])
     client_table = _table(["client CPU per env step (µs)", *(f"`{name}`" for name in names)], groups)
-    return f"{targets}\n\n{reach}\n\n{transport}\n\n{split}\n\n{client_table}"
+    return f"{targets}\n\n{reach_table}\n\n{transport}\n\n{split}\n\n{client_table}"
 
 
 def _where(servers: str) -> str:

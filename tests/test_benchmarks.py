@@ -188,3 +188,22 @@ def test_the_install_script_reports_the_largest_dependencies(tmp_path):
     row = report["installs"]["this environment"]
     assert len(row["largest"]) == 5 and row["largest"][0]["mib"] >= row["largest"][-1]["mib"]
     assert row["import_s"] > 0 and row["first_observation_s"] > 0
+
+
+def test_a_target_reads_met_then_reachable_then_above_and_every_verdict_has_its_words():
+    saved = list(sys.path)
+    sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "scripts")]
+    try:
+        import render_benchmarks
+        from reach import reach
+    finally:
+        sys.path[:] = saved
+    assert reach(ours=0.9, raw=0.1, target=0.9) == "met"  # ours at the target meets it, whatever raw does
+    assert reach(ours=0.89, raw=0.9, target=0.9) == "reachable"
+    assert reach(ours=0.89, raw=0.89, target=0.9) == "above"
+    assert set(render_benchmarks._REACH_COLUMN) == {"met", "reachable", "above"}
+    t = {"raw_echo_env_of_raw": 0.5, "target": 0.8}
+    assert "ours meets" in render_benchmarks._echo_env_reach({**t, "vs_raw": 0.8})
+    reachable = {**t, "vs_raw": 0.3, "raw_echo_env_of_raw": 0.85}
+    assert "within reach" in render_benchmarks._echo_env_reach(reachable)
+    assert "above this machine" in render_benchmarks._echo_env_reach({**t, "vs_raw": 0.3})
