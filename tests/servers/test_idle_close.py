@@ -102,6 +102,8 @@ def test_steady_messages_and_a_step_longer_than_the_timeout_keep_the_connection(
 
 @pytest.mark.parametrize("also_expired", [False, True])
 def test_a_cancellation_that_is_not_the_timers_is_never_taken_for_an_idle_close(also_expired, monkeypatch):
+    if also_expired and not hasattr(asyncio.Task, "uncancel"):
+        pytest.skip("Python 3.10 waits in a task of its own: there is no timer to race with")
     if also_expired:  # the server stops in the very loop iteration the idle timer fires
         check = _IdleClose._check
 
