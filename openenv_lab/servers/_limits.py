@@ -166,7 +166,7 @@ class _IdleClose:
     On Python 3.11+ one timer per connection watches the waits: it fires at the earliest moment the
     current wait could have lasted ``seconds``, and either cancels that wait (an idle close) or sets
     itself again for the wait then in progress. A timer per message (``asyncio.timeout`` around each
-    receive) cost the server about 5 us of CPU a message, as much as a cheap environment's whole step.
+    receive) cost the server, per message, about as much CPU as a cheap environment's whole step.
     The cancellation is told from any other one (a server shutting down) as ``asyncio.timeout`` tells
     them apart, by the task's count of cancellation requests. uvicorn's receive is a queue's get, which
     a cancellation leaves with its message still queued.
