@@ -17,6 +17,8 @@ BOXES = [
     spaces.Box(0, 255, (2, 3), np.uint8),
     spaces.Box(-np.inf, np.inf, (3,), np.float32),
     spaces.Box(-1.0, 1.0, (16, 5), np.float32),
+    spaces.Box(np.float16(-2), np.float16(2), (8, 8), np.float16),
+    spaces.Box(-3, 3, (4,), np.int32),
 ]
 
 
