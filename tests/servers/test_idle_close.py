@@ -100,6 +100,24 @@ def test_steady_messages_and_a_step_longer_than_the_timeout_keep_the_connection(
     asyncio.run(main())
 
 
+def test_a_wait_from_another_task_is_timed_too():
+    async def main() -> None:
+        connection = Connection()
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            assert (await receive())["type"] == "websocket.connect"
+            await send({"type": "websocket.accept"})
+            connection.text("hi")
+            assert (await receive())["type"] == "websocket.receive"  # the connection's task: watched
+            waited = await asyncio.wait_for(asyncio.create_task(receive()), 5 * SECONDS)  # another task
+            assert waited == {"type": "websocket.disconnect", "code": 1001}
+
+        await asyncio.wait_for(middleware(app)(SCOPE, connection.receive, connection.send), 5 * SECONDS)
+        assert connection.sent[-1]["type"] == "websocket.close" and connection.sent[-1]["code"] == 1001
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("also_expired", [False, True])
 def test_a_cancellation_that_is_not_the_timers_is_never_taken_for_an_idle_close(also_expired, monkeypatch):
     if also_expired and not hasattr(asyncio.Task, "uncancel"):
