@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from reach import reach  # noqa: E402  (the benchmarks' own rule: a target met, reachable, or not)
+from reach import target_reach, transport_reach  # noqa: E402  (the benchmarks' own rule: a target's reach)
 
 RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
 #: Written by tests/envs/test_official_envs.py when OPENENV_LAB_COMPATIBILITY_JSON names it.
@@ -49,7 +49,12 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 #: The reach column's words for each verdict of `reach.reach` (the rule itself lives there, once).
-_REACH_COLUMN = {"met": "yes: met", "reachable": "yes", "above": "no: above this machine"}
+_REACH_COLUMN = {
+    "met": "yes: met",
+    "reachable": "yes",
+    "edge": "at the edge: rounds on both sides",
+    "above": "no: above this machine",
+}
 
 
 def _echo_env_reach(t: dict[str, Any]) -> str:
@@ -59,13 +64,20 @@ def _echo_env_reach(t: dict[str, Any]) -> str:
     verdict = {
         "met": "and ours meets the target",
         "reachable": "so the target is within reach here",
+        "edge": "so the target is at the edge of this machine: the rounds fall on both sides of it",
         "above": "so no implementation stepping that environment reaches the target: "
         "it is above this machine",
-    }[reach(t["vs_raw"], share, t["target"])]
+    }[transport_reach(t)]
     return (
-        f"The raw server and client stepping our `EchoEnvironment` make {share:.2f}x the raw baseline's "
-        f"steps, {verdict}."
+        f"The raw server and client stepping our `EchoEnvironment` make {share:.2f}x"
+        f"{_rounds(t, 'raw_echo_env_of_raw')} the raw baseline's steps, {verdict}."
     )
+
+
+def _rounds(row: dict[str, Any], share: str) -> str:
+    """A share's lowest and highest round, as " (rounds 0.74-0.94)"; nothing for reports without them."""
+    rounds = row.get(f"{share}_rounds")
+    return "" if rounds is None else f" (rounds {rounds[0]:.2f}-{rounds[1]:.2f})"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -241,7 +253,7 @@ def ceilings(section: dict[str, Any]) -> str:
             name,
             _number(row["steps_per_s"]),
             _number(row["ceiling_per_s"]),
-            f"{row['of_ceiling']:.2f}",
+            f"{row['of_ceiling']:.2f}{_rounds(row, 'of_ceiling')}",
             f"{row['target']:.1f}",
             _number(row["raw_per_s"]),
             f"{row['raw_of_ceiling']:.2f}",
@@ -275,9 +287,9 @@ def ceilings(section: dict[str, Any]) -> str:
         [
             [
                 name,
-                f"{row['raw_of_raw_ceiling']:.2f}",
+                f"{row['raw_of_raw_ceiling']:.2f}{_rounds(row, 'raw_of_raw_ceiling')}",
                 f"{row['target']:.1f}",
-                _REACH_COLUMN[reach(row["of_ceiling"], row["raw_of_raw_ceiling"], row["target"])],
+                _REACH_COLUMN[target_reach(row)],
                 f"{row['vs_raw']:.2f}x",
                 f"{row['servers_same_client']:.2f}x",
                 f"{row['clients_same_server']:.2f}x",
@@ -289,7 +301,8 @@ def ceilings(section: dict[str, Any]) -> str:
     transport = (
         f"The transport: `openenv/echo` make_vec {section['settings']['n']} "
         f"{_number(t['echo_make_vec_per_s'])} steps/s against a raw `websockets` server and client, "
-        f"{_number(t['raw_batched_per_s'])} steps/s: {t['vs_raw']:.2f}x (target {t['target']}). "
+        f"{_number(t['raw_batched_per_s'])} steps/s: {t['vs_raw']:.2f}x{_rounds(t, 'vs_raw')} (target "
+        f"{t['target']}). "
         f"CPU per step: client {t['ours_client_cpu_us']:.0f} µs (raw {t['raw_client_cpu_us']:.0f}), server "
         f"{t['ours_server_cpu_us']:.0f} µs (raw {t['raw_server_cpu_us']:.0f}). Driven by the same raw "
         f"client, our server answers {t['servers_same_client']:.2f}x as many steps as the raw one (and "

@@ -153,12 +153,17 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
         same_client = rates[f"raw client, our server: {family}, {shape}"]
         assert row["servers_same_client"] == same_client / row["raw_per_s"]
         assert row["clients_same_server"] == row["steps_per_s"] / same_client
+        # One round (--quick): its shares are the medians', so the rounds' lowest and highest are those.
+        assert row["of_ceiling_rounds"] == pytest.approx([row["of_ceiling"]] * 2)
+        assert row["raw_of_raw_ceiling_rounds"] == pytest.approx([row["raw_of_raw_ceiling"]] * 2)
     transport = report["transport"]
     assert transport["vs_raw"] == transport["echo_make_vec_per_s"] / transport["raw_batched_per_s"]
     ours_batched = rates["raw client, our server: echo, 16 steps a message"]
     assert transport["servers_same_env"] == ours_batched / rates["raw echo-env, 16 steps a message"]
     raw_batched = rates["raw websockets, 16 steps a message"]
     assert transport["raw_echo_env_of_raw"] == rates["raw echo-env, 16 steps a message"] / raw_batched
+    assert transport["vs_raw_rounds"] == pytest.approx([transport["vs_raw"]] * 2)
+    assert transport["raw_echo_env_of_raw_rounds"] == pytest.approx([transport["raw_echo_env_of_raw"]] * 2)
     for family in ("echo", "finrl", "chess", "atari"):  # the raw client played our servers too
         assert report["rates"][f"raw client, our server: {family}, one env"]["steps_per_s"] > 0
     assert set(report["server_breakdown_us"]) == {"echo", "chess", "atari", "finrl"}
@@ -170,6 +175,7 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
     for stages in report["client_breakdown_us"].values():  # each stage timed where it runs
         assert all(us >= 0 for us in stages.values()) and stages["adapters: JSON to arrays"] > 0
         assert stages["batched infos"] > 0 and stages["requests: JSON, framing, sent"] > 0
+        assert stages["replies: read from the socket"] > 0
     assert "Against the ceiling" in completed.stdout and "against their own ceiling" in completed.stdout
 
 
@@ -195,15 +201,30 @@ def test_a_target_reads_met_then_reachable_then_above_and_every_verdict_has_its_
     sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "scripts")]
     try:
         import render_benchmarks
-        from reach import reach
+        from reach import reach, target_reach
     finally:
         sys.path[:] = saved
     assert reach(ours=0.9, raw=0.1, target=0.9) == "met"  # ours at the target meets it, whatever raw does
     assert reach(ours=0.89, raw=0.9, target=0.9) == "reachable"
     assert reach(ours=0.89, raw=0.89, target=0.9) == "above"
-    assert set(render_benchmarks._REACH_COLUMN) == {"met", "reachable", "above"}
+    # A run's rounds on both sides of the target: at the edge, whichever side the median fell on.
+    assert reach(ours=0.6, raw=0.84, target=0.9, raw_rounds=(0.74, 0.94)) == "edge"
+    assert reach(ours=0.6, raw=0.5, target=0.9, raw_rounds=(0.5, 0.9)) == "edge"  # a round at the target
+    assert reach(ours=0.6, raw=0.95, target=0.9, raw_rounds=(0.9, 0.99)) == "reachable"
+    assert reach(ours=0.6, raw=0.85, target=0.9, raw_rounds=(0.8, 0.89)) == "above"
+    assert reach(ours=0.92, raw=0.5, target=0.9, ours_rounds=(0.88, 0.95)) == "edge"
+    assert reach(ours=0.92, raw=0.5, target=0.9, ours_rounds=(0.9, 0.95)) == "met"
+    assert reach(ours=0.92, raw=0.5, target=0.9, ours_rounds=(0.9, 0.95), raw_rounds=(0.4, 0.95)) == "met"
+    assert set(render_benchmarks._REACH_COLUMN) == {"met", "reachable", "edge", "above"}
+    row = {"of_ceiling": 0.6, "raw_of_raw_ceiling": 0.84, "target": 0.9}  # as a report's targets hold them
+    assert target_reach({**row, "raw_of_raw_ceiling_rounds": [0.74, 0.94]}) == "edge"
+    assert target_reach(row) == "above"  # a report from before the rounds were kept
     t = {"raw_echo_env_of_raw": 0.5, "target": 0.8}
     assert "ours meets" in render_benchmarks._echo_env_reach({**t, "vs_raw": 0.8})
     reachable = {**t, "vs_raw": 0.3, "raw_echo_env_of_raw": 0.85}
     assert "within reach" in render_benchmarks._echo_env_reach(reachable)
     assert "above this machine" in render_benchmarks._echo_env_reach({**t, "vs_raw": 0.3})
+    edge = {**t, "vs_raw": 0.3, "raw_echo_env_of_raw": 0.78, "raw_echo_env_of_raw_rounds": [0.7, 0.85]}
+    assert "at the edge" in render_benchmarks._echo_env_reach(edge) and "(rounds 0.70-0.85)" in (
+        render_benchmarks._echo_env_reach(edge)
+    )
