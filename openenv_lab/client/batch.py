@@ -120,9 +120,7 @@ class Channel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
-        message = _protocol.batch_message(
-            entries
-        )  # first: an action that cannot be sent leaves no reply slot
+        message = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no slot
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._pending.append((future, len(entries)))
         with contextlib.suppress(ConnectionClosed):  # the reader reports why the connection ended
@@ -313,9 +311,7 @@ class SyncChannel:
         ws = self._ws
         if ws is None:
             raise self._closed_error()
-        message = _protocol.batch_message(
-            entries
-        )  # first: an action that cannot be sent leaves no reply slot
+        message = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no slot
         self._pending.append(len(entries))
         try:
             with contextlib.suppress(ConnectionClosed):  # the server may have said why: `receive` reads it
