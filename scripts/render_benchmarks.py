@@ -74,15 +74,16 @@ def _echo_env_reach(t: dict[str, Any]) -> str:
     )
 
 
-def _rounds(row: dict[str, Any], share: str) -> str:
-    """A share's lowest and highest round, as " (rounds 0.74-0.94)"; nothing for reports without them."""
+def _rounds(row: dict[str, Any], share: str, label: str = "rounds ") -> str:
+    """A share's lowest and highest round, as " (rounds 0.74-0.94)" (" (0.74-0.94)" in a table, whose
+    header says so); nothing for reports made before the rounds were kept."""
     rounds = row.get(f"{share}_rounds")
-    return "" if rounds is None else f" (rounds {rounds[0]:.2f}-{rounds[1]:.2f})"
+    return "" if rounds is None else f" ({label}{rounds[0]:.2f}-{rounds[1]:.2f})"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     """A Markdown table; columns of figures are aligned right."""
-    numeric = [all(re.fullmatch(r"[-\d,.x /]+", row[i]) for row in rows) for i in range(len(header))]
+    numeric = [all(re.fullmatch(r"[-\d,.x /()]+", row[i]) for row in rows) for i in range(len(header))]
     rule = "|" + "|".join("---:" if i and numeric[i] else "---" for i in range(len(header))) + "|"
     lines = ["| " + " | ".join(header) + " |", rule]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -253,7 +254,7 @@ def ceilings(section: dict[str, Any]) -> str:
             name,
             _number(row["steps_per_s"]),
             _number(row["ceiling_per_s"]),
-            f"{row['of_ceiling']:.2f}{_rounds(row, 'of_ceiling')}",
+            f"{row['of_ceiling']:.2f}{_rounds(row, 'of_ceiling', '')}",
             f"{row['target']:.1f}",
             _number(row["raw_per_s"]),
             f"{row['raw_of_ceiling']:.2f}",
@@ -261,12 +262,14 @@ def ceilings(section: dict[str, Any]) -> str:
         ]
         for name, row in section["targets"].items()
     ]
+    # The median of the run's rounds, and (where the report kept them) its lowest and highest round.
+    rounds = " (rounds)" if any("of_ceiling_rounds" in row for row in section["targets"].values()) else ""
     targets = _table(
         [
             "steps per second",
             "ours",
             "ceiling",
-            "of the ceiling",
+            f"of the ceiling{rounds}",
             "target",
             "raw server, same work",
             "raw, of the ceiling",
@@ -277,7 +280,7 @@ def ceilings(section: dict[str, Any]) -> str:
     reach_table = _table(
         [
             "what the target asks",
-            "raw, of its own ceiling",
+            f"raw, of its own ceiling{rounds}",
             "target",
             "reachable here",
             "ours vs raw",
@@ -287,7 +290,7 @@ def ceilings(section: dict[str, Any]) -> str:
         [
             [
                 name,
-                f"{row['raw_of_raw_ceiling']:.2f}{_rounds(row, 'raw_of_raw_ceiling')}",
+                f"{row['raw_of_raw_ceiling']:.2f}{_rounds(row, 'raw_of_raw_ceiling', '')}",
                 f"{row['target']:.1f}",
                 _REACH_COLUMN[target_reach(row)],
                 f"{row['vs_raw']:.2f}x",
