@@ -172,6 +172,12 @@ def test_the_ceilings_script_sets_each_target_beside_its_ceiling(tmp_path):
         assert sum(row[key] for key in keys) == pytest.approx(row["server_cpu_us"])
         # The raw server's CPU is read from a clock of 10 ms ticks: a quick run may read 0.
         assert row["out_of_process_us"] >= 0 and row["raw_server_cpu_us"] >= 0
+    for name, family in (("echo", "echo"), ("openenv/finrl", "finrl"), ("openenv/chess", "chess")):
+        # The stages' client beside the raw client playing the same (our) server.
+        raw_client = report["rates"][f"raw client, our server: {family}, 16 steps a message"]
+        assert (
+            report["raw_client_on_our_server_cpu_us"][f"{name}, make_vec 16"] == raw_client["client_cpu_us"]
+        )
     for stages in report["client_breakdown_us"].values():  # each stage timed where it runs
         assert all(us >= 0 for us in stages.values()) and stages["adapters: JSON to arrays"] > 0
         assert stages["batched infos"] > 0 and stages["requests: JSON, framing, sent"] > 0
