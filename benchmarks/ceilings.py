@@ -43,7 +43,9 @@ benchmark's own policy choosing the actions), each timed by the thread's CPU clo
 stage's own time: the calls of other stages inside it excluded) in one more run, and the rest (the
 process's CPU less those). Beside it, the raw client's whole CPU per step, playing the same (our) server.
 
-Rounds alternate the measurements, and the median of the rounds counts (the machine is shared).
+Rounds alternate the measurements (the machine is shared). Each figure is taken within a round, the
+measurements it compares made minutes apart at most, and the median of the rounds counts; the shares that
+decide whether a target is within reach keep their lowest and highest round beside it (`reach.py`).
 
     python benchmarks/ceilings.py                   # a few minutes
     python benchmarks/ceilings.py --quick           # seconds, for smoke tests
@@ -635,6 +637,70 @@ def span(rounds: list[float]) -> str:
     return f"{rounds[0]:.2f}-{rounds[1]:.2f}"
 
 
+def shares(p: dict[str, float]) -> dict[str, Any]:
+    """The targets' and the transport's figures from one round's steps per second by measurement."""
+    targets = {}
+    for name, (result, work, trip, raw_work, aim) in TARGETS.items():
+        top = ceiling(p[work], p[trip])
+        family = raw_work.split(",")[0].removeprefix("raw ")
+        # The raw implementation against a ceiling of its own: the same class, and the raw client's empty
+        # round trip (echo) in the same shape. Where even it stays below the target, the target asks more
+        # than moving this family's payload across a process boundary allows here.
+        raw_top = ceiling(p[work], p[raw_work.replace(f"raw {family}", "raw echo")])
+        same_client = p[raw_work.replace("raw ", "raw client, our server: ", 1)]
+        targets[name] = {
+            "steps_per_s": p[result],
+            "ceiling_per_s": top,
+            "of_ceiling": p[result] / top,
+            "target": aim,
+            "raw_per_s": p[raw_work],
+            "raw_of_ceiling": p[raw_work] / top,
+            "vs_raw": p[result] / p[raw_work],
+            "raw_ceiling_per_s": raw_top,
+            "raw_of_raw_ceiling": p[raw_work] / raw_top,
+            "servers_same_client": same_client / p[raw_work],
+            "clients_same_server": p[result] / same_client,
+        }
+    ours, raw = p[f"echo, make_vec {N}"], p[f"raw websockets, {N} steps a message"]
+    same_client = p[f"raw client, our server: echo, {N} steps a message"]
+    echo_env = p[f"raw echo-env, {N} steps a message"]
+    transport = {
+        "echo_make_vec_per_s": ours,
+        "raw_batched_per_s": raw,
+        "vs_raw": ours / raw,
+        "target": 0.8,
+        "servers_same_client": same_client / p[f"raw echo, {N} steps a message"],
+        "clients_same_server": ours / same_client,
+        # The raw server stepping our EchoEnvironment (its pydantic action and observation, as any OpenEnv
+        # server's echo must): what of the servers' gap is the environment's models rather than our server.
+        "raw_echo_env_per_s": echo_env,
+        "servers_same_env": same_client / echo_env,
+        # The target's reach: the raw server and client doing that environment's work make this share of
+        # the raw baseline's steps; below the target, no implementation stepping it reaches the target here.
+        "raw_echo_env_of_raw": echo_env / raw,
+    }
+    return {"targets": targets, "transport": transport}
+
+
+def summarise(by_round: list[dict[str, float]]) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The targets' and the transport's figures of a run: each taken within a round (the measurements it
+    sets side by side were made minutes apart at most) and its median over the rounds, the shares that
+    decide a target's reach with their lowest and highest round (``<share>_rounds``) too."""
+    per_round = [shares(p) for p in by_round]
+
+    def medians(rows: list[dict[str, float]], ranged: tuple[str, str]) -> dict[str, Any]:
+        row: dict[str, Any] = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        for key in ranged:
+            row[f"{key}_rounds"] = [min(r[key] for r in rows), max(r[key] for r in rows)]
+        return row
+
+    targets = {
+        name: medians([r["targets"][name] for r in per_round], ("of_ceiling", "raw_of_raw_ceiling"))
+        for name in TARGETS
+    }
+    return targets, medians([r["transport"] for r in per_round], ("vs_raw", "raw_echo_env_of_raw"))
+
+
 def breakdown(
     rates: dict[str, dict[str, float]], serialised: dict[str, float]
 ) -> dict[str, dict[str, float]]:
@@ -675,68 +741,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.rounds, args.steps = 1, 64
     rates, client, by_round = measure(args.rounds, args.steps)  # client: its stages, us per env step
-
-    def spread(share: Callable[[dict[str, float]], float]) -> list[float]:
-        """A share's lowest and highest over the rounds, each round's from its own rates."""
-        shares = [share(rates) for rates in by_round]
-        return [min(shares), max(shares)]
-
     serialised = serialisation_us(20 if args.quick else 2000)
-    per_s = {name: row["steps_per_s"] for name, row in rates.items()}
-    targets = {}
-    for name, (result, work, trip, raw_work, aim) in TARGETS.items():
-        top = ceiling(per_s[work], per_s[trip])
-        family = raw_work.split(",")[0].removeprefix("raw ")
-        # The raw implementation against a ceiling of its own: the same class, and the raw client's empty
-        # round trip (echo) in the same shape. Where even it stays below the target, the target asks more
-        # than moving this family's payload across a process boundary allows here.
-        raw_trip = raw_work.replace(f"raw {family}", "raw echo")
-        raw_top = ceiling(per_s[work], per_s[raw_trip])
-        same_client = per_s[raw_work.replace("raw ", "raw client, our server: ", 1)]
-        targets[name] = {
-            "steps_per_s": per_s[result],
-            "ceiling_per_s": top,
-            "of_ceiling": per_s[result] / top,
-            "of_ceiling_rounds": spread(lambda p, r=result, w=work, t=trip: p[r] / ceiling(p[w], p[t])),
-            "target": aim,
-            "raw_per_s": per_s[raw_work],
-            "raw_of_ceiling": per_s[raw_work] / top,
-            "vs_raw": per_s[result] / per_s[raw_work],
-            "raw_ceiling_per_s": raw_top,
-            "raw_of_raw_ceiling": per_s[raw_work] / raw_top,
-            "raw_of_raw_ceiling_rounds": spread(
-                lambda p, r=raw_work, w=work, t=raw_trip: p[r] / ceiling(p[w], p[t])
-            ),
-            "servers_same_client": same_client / per_s[raw_work],
-            "clients_same_server": per_s[result] / same_client,
+    targets, transport = summarise(by_round)
+    transport.update(
+        {
+            "ours_client_cpu_us": rates[f"echo, make_vec {N}"]["client_cpu_us"],
+            "ours_server_cpu_us": rates[f"echo, make_vec {N}"]["server_cpu_us"],
+            "raw_client_cpu_us": rates[f"raw websockets, {N} steps a message"]["client_cpu_us"],
+            "raw_server_cpu_us": rates[f"raw websockets, {N} steps a message"]["server_cpu_us"],
         }
-    raw = per_s[f"raw websockets, {N} steps a message"]
-    same_client = per_s[f"raw client, our server: echo, {N} steps a message"]
-    transport = {
-        "echo_make_vec_per_s": per_s[f"echo, make_vec {N}"],
-        "raw_batched_per_s": raw,
-        "vs_raw": per_s[f"echo, make_vec {N}"] / raw,
-        "vs_raw_rounds": spread(
-            lambda p: p[f"echo, make_vec {N}"] / p[f"raw websockets, {N} steps a message"]
-        ),
-        "target": 0.8,
-        "ours_client_cpu_us": rates[f"echo, make_vec {N}"]["client_cpu_us"],
-        "ours_server_cpu_us": rates[f"echo, make_vec {N}"]["server_cpu_us"],
-        "raw_client_cpu_us": rates[f"raw websockets, {N} steps a message"]["client_cpu_us"],
-        "raw_server_cpu_us": rates[f"raw websockets, {N} steps a message"]["server_cpu_us"],
-        "servers_same_client": same_client / per_s[f"raw echo, {N} steps a message"],
-        "clients_same_server": per_s[f"echo, make_vec {N}"] / same_client,
-        # The raw server stepping our EchoEnvironment (its pydantic action and observation, as any OpenEnv
-        # server's echo must): what of the servers' gap is the environment's models rather than our server.
-        "raw_echo_env_per_s": per_s[f"raw echo-env, {N} steps a message"],
-        "servers_same_env": same_client / per_s[f"raw echo-env, {N} steps a message"],
-        # The target's reach: the raw server and client doing that environment's work make this share of
-        # the raw baseline's steps; below the target, no implementation stepping it reaches the target here.
-        "raw_echo_env_of_raw": per_s[f"raw echo-env, {N} steps a message"] / raw,
-        "raw_echo_env_of_raw_rounds": spread(
-            lambda p: p[f"raw echo-env, {N} steps a message"] / p[f"raw websockets, {N} steps a message"]
-        ),
-    }
+    )
     split = breakdown(rates, serialised)
     report = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},

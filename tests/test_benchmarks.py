@@ -234,3 +234,33 @@ def test_a_target_reads_met_then_reachable_then_above_and_every_verdict_has_its_
     assert "at the edge" in render_benchmarks._echo_env_reach(edge) and "(rounds 0.70-0.85)" in (
         render_benchmarks._echo_env_reach(edge)
     )
+
+
+def test_a_share_is_the_median_of_the_rounds_own_shares_with_its_lowest_and_highest():
+    saved = list(sys.path)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import ceilings
+    finally:
+        sys.path[:] = saved
+
+    class Rates(dict):  # steps per second by measurement: 1,000 for every one the test does not set
+        def __missing__(self, name: str) -> float:
+            return 1000.0
+
+    # FinRL make_vec 16 against its ceiling (its class, and echo make_vec 16), round by round: shares 0.2,
+    # 0.6 and 1.6. The medians' own ratio (result 200 of a ceiling from 1,000 and 1,000) would say 0.4.
+    rounds = [
+        Rates({"openenv/finrl, make_vec 16": 100.0}),
+        Rates({"openenv/finrl, make_vec 16": 300.0}),
+        Rates({"openenv/finrl, make_vec 16": 200.0, "FinRL class": 250.0, "echo, make_vec 16": 250.0}),
+    ]
+    targets, transport = ceilings.summarise(rounds)
+    finrl = targets["FinRL, make_vec 16"]
+    assert finrl["of_ceiling"] == pytest.approx(0.6)
+    assert finrl["of_ceiling_rounds"] == pytest.approx([0.2, 1.6])
+    assert finrl["steps_per_s"] == 200.0  # each figure the median of its rounds
+    # The raw pair: 1,000 steps/s of a ceiling from its class and its own echo trip (1,000): 500, or 200.
+    assert finrl["raw_of_raw_ceiling_rounds"] == pytest.approx([2.0, 5.0])
+    # The transport: echo make_vec 16 of the raw baseline's 1,000, round by round 1, 1 and 0.25.
+    assert transport["vs_raw"] == 1.0 and transport["vs_raw_rounds"] == [0.25, 1.0]
