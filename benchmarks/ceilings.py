@@ -161,10 +161,6 @@ class VectorRun:
         return max(1, count // self.envs.num_envs) * self.envs.num_envs
 
 
-def vector(envs: gym.vector.VectorEnv, actions: Callable[[Any], Any]) -> VectorRun:
-    return VectorRun(envs, actions)
-
-
 def legal(rng: np.random.Generator) -> Callable[[Any], Any]:
     """A random legal move per board, as cheaply as numpy allows (its time counts as the client's, and the
     raw client's own choice is one pick from a list)."""
@@ -558,20 +554,20 @@ def measure(
                     pids["chess"],
                 ),
                 f"echo, make_vec {N}": Measured(
-                    vector(
+                    VectorRun(
                         make_vec("openenv/echo", num_envs=N, base_url=urls["echo"]), lambda obs: ("hi",) * N
                     ),
                     pids["echo"],
                 ),
                 f"openenv/finrl, make_vec {N}": Measured(
-                    vector(
+                    VectorRun(
                         make_vec("openenv/finrl", num_envs=N, base_url=urls["finrl"]),
                         lambda obs: finrl_actions,
                     ),
                     pids["finrl"],
                 ),
                 f"openenv/chess, make_vec {N}": Measured(
-                    vector(
+                    VectorRun(
                         make_vec("openenv/chess", num_envs=N, base_url=urls["chess"], agent_color="white"),
                         legal(rng),
                     ),
@@ -818,11 +814,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  {family:6s} {row['server_cpu_us']:7.0f} = {parts}")
     print(f"\nClient CPU per env step (us), make_vec {N}: each stage timed where it runs")
     names = list(client)
-    print("  " + " " * 38 + "".join(f"{name.split(',')[0]:>16s}" for name in names))
+    raw_label = "the raw client on our server, whole"
+    width = max(len(raw_label), *map(len, next(iter(client.values()))))
+    print("  " + " " * width + "".join(f"{name.split(',')[0]:>16s}" for name in names))
     for group in next(iter(client.values())):
-        print(f"  {group:38s}" + "".join(f"{client[name][group]:16.1f}" for name in names))
+        print(f"  {group:{width}s}" + "".join(f"{client[name][group]:16.1f}" for name in names))
     raw_row = "".join(f"{report['raw_client_on_our_server_cpu_us'][name]:16.1f}" for name in names)
-    print(f"  {'the raw client on our server, whole':38s}{raw_row}")
+    print(f"  {raw_label:{width}s}{raw_row}")
     if args.json:
         write_text_atomically(args.json, json.dumps(report, indent=2) + "\n", what="the results")
         print(f"Results written to {args.json}")

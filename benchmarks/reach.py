@@ -57,8 +57,8 @@ def transport_reach(t: dict[str, Any]) -> Reach:
 
 
 def _reach_of(row: dict[str, Any], ours: str, raw: str) -> Reach:
-    def rounds(share: str) -> tuple[float, float] | None:
-        lowest_highest = row.get(f"{share}_rounds")  # absent from reports made before rounds were kept
-        return None if lowest_highest is None else (lowest_highest[0], lowest_highest[1])
+    def rounds(share: str) -> tuple[float, float]:
+        lowest, highest = row[f"{share}_rounds"]
+        return lowest, highest
 
     return reach(row[ours], row[raw], row["target"], ours_rounds=rounds(ours), raw_rounds=rounds(raw))

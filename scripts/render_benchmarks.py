@@ -76,9 +76,9 @@ def _echo_env_reach(t: dict[str, Any]) -> str:
 
 def _rounds(row: dict[str, Any], share: str, label: str = "rounds ") -> str:
     """A share's lowest and highest round, as " (rounds 0.74-0.94)" (" (0.74-0.94)" in a table, whose
-    header says so); nothing for reports made before the rounds were kept."""
-    rounds = row.get(f"{share}_rounds")
-    return "" if rounds is None else f" ({label}{rounds[0]:.2f}-{rounds[1]:.2f})"
+    header says so)."""
+    lowest, highest = row[f"{share}_rounds"]
+    return f" ({label}{lowest:.2f}-{highest:.2f})"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -262,14 +262,12 @@ def ceilings(section: dict[str, Any]) -> str:
         ]
         for name, row in section["targets"].items()
     ]
-    # The median of the run's rounds, and (where the report kept them) its lowest and highest round.
-    rounds = " (rounds)" if any("of_ceiling_rounds" in row for row in section["targets"].values()) else ""
     targets = _table(
         [
             "steps per second",
             "ours",
             "ceiling",
-            f"of the ceiling{rounds}",
+            "of the ceiling (rounds)",
             "target",
             "raw server, same work",
             "raw, of the ceiling",
@@ -280,7 +278,7 @@ def ceilings(section: dict[str, Any]) -> str:
     reach_table = _table(
         [
             "what the target asks",
-            f"raw, of its own ceiling{rounds}",
+            "raw, of its own ceiling (rounds)",
             "target",
             "reachable here",
             "ours vs raw",

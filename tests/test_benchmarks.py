@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -222,18 +223,25 @@ def test_a_target_reads_met_then_reachable_then_above_and_every_verdict_has_its_
     assert reach(ours=0.92, raw=0.5, target=0.9, ours_rounds=(0.9, 0.95)) == "met"
     assert reach(ours=0.92, raw=0.5, target=0.9, ours_rounds=(0.9, 0.95), raw_rounds=(0.4, 0.95)) == "met"
     assert set(render_benchmarks._REACH_COLUMN) == {"met", "reachable", "edge", "above"}
-    row = {"of_ceiling": 0.6, "raw_of_raw_ceiling": 0.84, "target": 0.9}  # as a report's targets hold them
+    # Rows as a report holds them: each share with its rounds' lowest and highest.
+    row = {"of_ceiling": 0.6, "of_ceiling_rounds": [0.55, 0.65], "raw_of_raw_ceiling": 0.84, "target": 0.9}
     assert target_reach({**row, "raw_of_raw_ceiling_rounds": [0.74, 0.94]}) == "edge"
-    assert target_reach(row) == "above"  # a report from before the rounds were kept
-    t = {"raw_echo_env_of_raw": 0.5, "target": 0.8}
-    assert "ours meets" in render_benchmarks._echo_env_reach({**t, "vs_raw": 0.8})
-    reachable = {**t, "vs_raw": 0.3, "raw_echo_env_of_raw": 0.85}
-    assert "within reach" in render_benchmarks._echo_env_reach(reachable)
-    assert "above this machine" in render_benchmarks._echo_env_reach({**t, "vs_raw": 0.3})
-    edge = {**t, "vs_raw": 0.3, "raw_echo_env_of_raw": 0.78, "raw_echo_env_of_raw_rounds": [0.7, 0.85]}
-    assert "at the edge" in render_benchmarks._echo_env_reach(edge) and "(rounds 0.70-0.85)" in (
-        render_benchmarks._echo_env_reach(edge)
-    )
+    assert target_reach({**row, "raw_of_raw_ceiling_rounds": [0.8, 0.88]}) == "above"
+
+    def transport(ours: float, raw: float, raw_rounds: list[float]) -> dict[str, Any]:
+        return {
+            "vs_raw": ours,
+            "vs_raw_rounds": [ours, ours],
+            "raw_echo_env_of_raw": raw,
+            "raw_echo_env_of_raw_rounds": raw_rounds,
+            "target": 0.8,
+        }
+
+    assert "ours meets" in render_benchmarks._echo_env_reach(transport(0.8, 0.5, [0.5, 0.5]))
+    assert "within reach" in render_benchmarks._echo_env_reach(transport(0.3, 0.85, [0.85, 0.85]))
+    assert "above this machine" in render_benchmarks._echo_env_reach(transport(0.3, 0.5, [0.5, 0.5]))
+    edge = render_benchmarks._echo_env_reach(transport(0.3, 0.78, [0.7, 0.85]))
+    assert "at the edge" in edge and "(rounds 0.70-0.85)" in edge
 
 
 def test_a_share_is_the_median_of_the_rounds_own_shares_with_its_lowest_and_highest():
