@@ -326,7 +326,8 @@ def test_finrl_built_on_first_use_and_a_server_with_room_for_n_sessions(
 
 
 def test_no_engine_is_one_clear_sentence(monkeypatch):
-    """Runs everywhere: the SDK is pointed at a socket that does not exist."""
+    """Runs wherever the SDK is installed: the SDK is pointed at a socket that does not exist."""
+    pytest.importorskip("docker", reason="without the SDK the sentence is the next test's")
     monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
     with pytest.raises(LaunchError) as caught:
         gym.make("openenv/chess", launcher="docker")
@@ -342,6 +343,23 @@ def test_no_engine_is_one_clear_sentence(monkeypatch):
         env={**os.environ, "DOCKER_HOST": NO_ENGINE},
     )
     assert out.returncode == 1 and "Docker is not running" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_without_the_sdk_the_error_says_what_to_install(monkeypatch):
+    """Runs everywhere: the SDK is hidden (an import of it fails), here and in the CLI's process."""
+    monkeypatch.setitem(sys.modules, "docker", None)
+    install = r"needs the Docker SDK: pip install 'openenv-lab\[docker\]'"
+    with pytest.raises(LaunchError, match=install):
+        gym.make("openenv/chess", launcher="docker")
+    with pytest.raises(LaunchError, match=install):
+        build_image("chess", progress=None)
+    hidden = "import runpy, sys; sys.modules['docker'] = None; "
+    hidden += "runpy.run_module('openenv_lab', run_name='__main__')"
+    out = subprocess.run(
+        [sys.executable, "-c", hidden, "docker", "prune"], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 1 and "pip install 'openenv-lab[docker]'" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_launcher_arguments_are_checked():
