@@ -244,7 +244,9 @@ def _narrower(dtype: np.dtype, value: Any) -> bool:
         if kind in "iu":
             info = np.iinfo(dtype)
             return not info.min <= value <= info.max
-        return (kind == "b" and value not in (0, 1)) or (kind == "f" and not -_EXACT <= value <= _EXACT)
+        if kind == "f":
+            return not _exact_float(dtype, value)
+        return kind == "b" and value not in (0, 1)
     if kind == "O":
         return False
     if kind_of is bool:
@@ -255,6 +257,20 @@ def _narrower(dtype: np.dtype, value: Any) -> bool:
         return False
     with np.errstate(all="ignore"):  # NaN or inf into ints: not the same value, which is the answer
         return not np.array_equal(np.asarray(value).astype(dtype), value)
+
+
+def _exact_float(dtype: np.dtype, value: int) -> bool:
+    """Whether a float array of ``dtype`` holds the integer ``value`` exactly: float64 (and wider) up to
+    2**53, narrower floats when the value survives the round trip (float32 rounds 2**24 + 1, float16
+    overflows beyond 65504)."""
+    if dtype.itemsize >= 8:
+        return -_EXACT <= value <= _EXACT
+    try:
+        with np.errstate(over="ignore"):
+            stored = dtype.type(value)
+    except OverflowError:  # beyond any float
+        return False
+    return bool(np.isfinite(stored)) and int(stored) == value
 
 
 def _wider(array: np.ndarray, value: Any) -> np.dtype | None:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from openenv_lab.envs.infos import add_info, batch_infos, split_infos
@@ -122,6 +122,8 @@ def arrays_in(batched):
         [{"a": True}, {"b": False}],
         [{"a": np.array([[1, 2], None], dtype=object)}, {"a": np.array([(3,), "x"], dtype=object)}],
         [{"a": 2**63 - 1}, {"a": -(2**63)}],
+        [{"a": np.float32(0)}, {"a": 2**24 + 1}],  # an int a float32 would round
+        [{"a": np.float16(0)}, {"a": 70_000}, {"a": 10**400}],  # beyond float16, beyond any float
     ],
 )
 def test_batching_the_awkward_cases_is_adding_row_by_row(infos):
@@ -131,6 +133,8 @@ def test_batching_the_awkward_cases_is_adding_row_by_row(infos):
 
 @settings(max_examples=300, deadline=None)
 @given(INFOS)
+@example([{"a": np.float32(0.0)}, {"a": 2**24 + 1}])  # float32 holds integers exactly up to 2**24
+@example([{"a": np.float16(0.0)}, {"a": 2049}, {"a": 70_000}])  # float16: up to 2**11, finite to 65504
 def test_every_row_of_every_key_is_kept(infos):
     batched: dict = {}
     for row, info in enumerate(infos):
