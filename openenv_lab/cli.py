@@ -280,8 +280,12 @@ def _token(args: argparse.Namespace) -> str | None:
 
 def _serve(args: argparse.Namespace) -> int:
     """Serve one of our OpenEnv environments over HTTP and WebSocket until Ctrl+C."""
-    from .servers import run_server
+    from .servers import get_bundled_server, run_server
 
+    needs = get_bundled_server(args.server).missing()
+    if needs is not None:
+        print(f"openenv-lab serve: {needs}", file=sys.stderr)
+        return 1
     options = {name: getattr(args, name) for name in args.options}
     if args.replicas != 1:
         return _serve_fleet(args, options)

@@ -118,6 +118,12 @@ class EmbeddedServer:
                 "to reach a server running elsewhere, or install openenv-lab with its dependencies "
                 "(pip install openenv-lab) to run one here."
             )
+        needs = get_bundled_server(self.name).missing()
+        if needs is not None:
+            raise LaunchError(
+                f"{needs} to run it here, or pass base_url= (or base_urls=, space=) to reach one "
+                "running elsewhere."
+            )
         started = time.monotonic()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if self.token is not None:

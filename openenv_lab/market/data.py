@@ -226,8 +226,13 @@ def add_indicators(
     ``indicators`` is a sequence of stockstats names or one comma-separated string (see `parse_indicators`).
     Values stockstats cannot define (NaN or infinite, e.g. from a flat stretch of prices) become 0.
     """
-    import pandas as pd  # stockstats works on pandas DataFrames
-    import stockstats
+    try:
+        import pandas as pd  # stockstats works on pandas DataFrames
+        import stockstats
+    except ImportError as exc:  # an optional extra: say how to get it
+        raise ImportError(
+            f"Market indicators need stockstats: pip install 'openenv-lab[finrl]' (or stockstats) ({exc})"
+        ) from exc
 
     indicators = parse_indicators(indicators)
     if not indicators:

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,9 +47,32 @@ class BundledServer:
     #: The largest WebSocket message the server reads (larger ones close the connection with 1009): a few
     #: times the largest legitimate one, a ``/ws/batch`` step of ``default_max_sessions`` sessions.
     max_message_bytes: int = 1 << 20
+    #: What the server imports beyond openenv-lab's own dependencies: (module, its package on PyPI).
+    requires: tuple[tuple[str, str], ...] = ()
+    #: The openenv-lab extra that installs them.
+    extra: str | None = None
+
+    def missing(self) -> str | None:
+        """What this install lacks to run the server, as a sentence that says what to install; None when
+        nothing is missing (checked without importing anything).
+
+        Example:
+            >>> BUNDLED_SERVERS["chess"].missing() is None
+            True
+        """
+        absent = [package for module, package in self.requires if importlib.util.find_spec(module) is None]
+        if not absent:
+            return None
+        return (
+            f"The {self.name} server needs {' and '.join(absent)}, which this install does not have: "
+            f"pip install 'openenv-lab[{self.extra}]'"
+        )
 
     def make_app(self, *, max_sessions: int | None = None, **options: Any) -> Any:
         """Build the server's FastAPI app (imports the server module and ``openenv``)."""
+        needs = self.missing()
+        if needs is not None:
+            raise ImportError(needs)
         known = {option.name for option in self.options}
         unknown = set(options) - known
         if unknown:
@@ -116,12 +140,16 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
         ),
         default_max_sessions=16,
         max_message_bytes=256 << 10,  # actions are integers; the reset's options are the largest
+        requires=(("ale_py", "ale-py"),),  # OpenCV only for server-side preprocessing, which says so
+        extra="atari",
     ),
     "finrl": BundledServer(
         name="finrl",
         summary="FinRL-style stock trading on a CSV/Parquet or synthetic market (official finrl_env schema).",
         app_factory="openenv_lab.servers.finrl:make_app",
         max_message_bytes=4 << 20,  # one number per ticker per session, for data with many tickers
+        requires=(("stockstats", "stockstats"),),
+        extra="finrl",
         options=(
             ServerOption("data", str, "synthetic", "FinRL long-format CSV or Parquet file, or 'synthetic'"),
             ServerOption(

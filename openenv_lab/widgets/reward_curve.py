@@ -143,7 +143,12 @@ class RewardCurve:
     def sb3_callback(self) -> Any:
         """A Stable-Baselines3 callback feeding this curve (reads the ``episode`` info of Monitor or
         ``RecordEpisodeStatistics`` when present, else accumulates rewards itself)."""
-        from stable_baselines3.common.callbacks import BaseCallback
+        try:
+            from stable_baselines3.common.callbacks import BaseCallback
+        except ImportError as exc:  # an optional extra: say how to get it
+            raise ImportError(
+                'RewardCurve.sb3_callback needs Stable-Baselines3: pip install "openenv-lab[train]"'
+            ) from exc
 
         curve = self
 
@@ -173,7 +178,12 @@ class RewardCurve:
         """A ``transformers`` callback feeding this curve from a TRL trainer's logs (GRPO's ``reward``, the
         mean over the step's rollouts, at each logged step; each reward function's mean,
         ``rewards/<name>/mean``, as a component). With ``x="steps"`` the x axis is the trainer's step."""
-        from transformers import TrainerCallback
+        try:
+            from transformers import TrainerCallback
+        except ImportError as exc:
+            raise ImportError(
+                'RewardCurve.trl_callback needs transformers: pip install "openenv-lab[train]"'
+            ) from exc
 
         curve = self
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 import openenv_lab
 from openenv_lab.client import CapacityError, Client, LaunchError, Session
 from openenv_lab.launch import EmbeddedServer, RemoteServer
+from openenv_lab.servers import run_server
 from tests.helpers import alive, read_line, wait_for
 
 
@@ -108,6 +110,30 @@ def test_unknown_server_and_options_are_value_errors():
         EmbeddedServer("go")
     with pytest.raises(ValueError, match="no option"):
         EmbeddedServer("chess", colour="white")
+
+
+@pytest.mark.parametrize(("name", "module"), [("atari", "ale_py"), ("finrl", "stockstats")])
+def test_a_server_whose_extra_is_not_installed_says_what_to_install(monkeypatch, name, module):
+    """The README's first install has neither ale-py nor stockstats: one sentence, and no process started."""
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    install = re.escape(f"pip install 'openenv-lab[{name}]'")
+    server = EmbeddedServer(name)
+    with pytest.raises(
+        LaunchError, match=f"^The {name} server needs .*{install} to run it here, or pass base_url="
+    ):
+        server.start()
+    assert server._process is None
+    with pytest.raises(ImportError, match=install):
+        run_server(name)  # what `openenv-lab serve` runs, and Python code may too
+    hidden = f"import runpy, sys; sys.modules[{module!r}] = None; "
+    hidden += "runpy.run_module('openenv_lab', run_name='__main__')"
+    out = subprocess.run(
+        [sys.executable, "-c", hidden, "serve", name], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert (
+        f"openenv-lab serve: The {name} server needs" in out.stderr and f"openenv-lab[{name}]" in out.stderr
+    )
 
 
 @pytest.mark.slow

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import polars as pl
 import pytest
@@ -183,3 +185,11 @@ def test_indicators_as_one_comma_separated_string(prices):
 def test_an_unknown_indicator_is_named(prices):
     with pytest.raises(MarketDataError, match=r"cannot compute indicator 'nonsense'.*FinRL's defaults macd"):
         MarketData.from_prices(prices, ["macd", "nonsense"])
+
+
+def test_indicators_without_stockstats_say_what_to_install(monkeypatch, prices):
+    monkeypatch.setitem(sys.modules, "stockstats", None)  # as if it were not installed
+    with pytest.raises(
+        ImportError, match=r"Market indicators need stockstats: pip install 'openenv-lab\[finrl\]'"
+    ):
+        MarketData.from_prices(prices)

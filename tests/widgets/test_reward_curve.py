@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
+import sys
 
 import gymnasium as gym
 import numpy as np
@@ -107,6 +109,17 @@ def test_reward_components_are_summed_per_episode_and_drawn():
     assert curve.components == {"market": [2.5, 5.5], "costs": [-0.5, -0.5]}
     assert curve.rolling_mean("market") == [2.5, 4.0]
     assert curve.png() != plain.png()  # the components are drawn
+
+
+@pytest.mark.parametrize(
+    ("make", "module"), [("sb3_callback", "stable_baselines3"), ("trl_callback", "transformers")]
+)
+def test_a_callback_whose_trainer_is_not_installed_says_what_to_install(monkeypatch, make, module):
+    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    with pytest.raises(
+        ImportError, match=re.escape(f"RewardCurve.{make} needs") + r'.*pip install "openenv-lab\[train\]"'
+    ):
+        getattr(RewardCurve(redraw_every=0), make)()
 
 
 def test_the_sb3_callback_sums_components_per_episode():
