@@ -115,7 +115,8 @@ def test_reward_components_are_summed_per_episode_and_drawn():
     ("make", "module"), [("sb3_callback", "stable_baselines3"), ("trl_callback", "transformers")]
 )
 def test_a_callback_whose_trainer_is_not_installed_says_what_to_install(monkeypatch, make, module):
-    monkeypatch.setitem(sys.modules, module, None)  # as if it were not installed
+    for name in [module, *(name for name in sys.modules if name.startswith(f"{module}."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed, imported or not
     with pytest.raises(
         ImportError, match=re.escape(f"RewardCurve.{make} needs") + r'.*pip install "openenv-lab\[train\]"'
     ):
