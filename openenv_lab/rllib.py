@@ -38,10 +38,17 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
-from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
-from ray.rllib.core.columns import Columns
-from ray.rllib.utils.torch_utils import FLOAT_MIN
+
+try:
+    import torch
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.utils.torch_utils import FLOAT_MIN
+except ImportError as exc:  # an optional extra: say how to get it
+    raise ImportError(
+        f'openenv_lab.rllib needs RLlib and torch: pip install "openenv-lab[rllib]", in a venv of its own '
+        f"(Ray 2.60's RLlib pins gymnasium 1.2.2) ({exc})"
+    ) from exc
 
 __all__ = ["MASK_KEY", "RUNTIME_ENV", "MaskedPPOTorchRLModule"]
 

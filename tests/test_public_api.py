@@ -6,6 +6,8 @@ import inspect
 import subprocess
 import sys
 
+import pytest
+
 import openenv_lab
 import openenv_lab.client
 
@@ -55,3 +57,18 @@ def test_importing_the_package_stays_light():
         [sys.executable, "-c", check], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.split() == ["MarketData", "openenv_lab.market.data"]  # all there on first use
+
+
+@pytest.mark.parametrize(
+    ("module", "missing", "says"),
+    [
+        ("openenv_lab.sb3", "stable_baselines3", 'needs Stable-Baselines3: pip install "openenv-lab[train]"'),
+        ("openenv_lab.rllib", "torch", 'needs RLlib and torch: pip install "openenv-lab[rllib]"'),
+        ("openenv_lab.rllib", "ray", 'needs RLlib and torch: pip install "openenv-lab[rllib]"'),
+    ],
+)
+def test_a_module_of_an_extra_that_is_not_installed_says_what_to_install(module, missing, says):
+    script = f"import sys; sys.modules[{missing!r}] = None; import {module}"  # as if it were not installed
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1].startswith(f"ImportError: {module} {says}"), out.stderr[-2000:]
