@@ -1,8 +1,8 @@
 """The Pythons the README promises beyond the suite's own: the oldest, 3.10, and the newest this machine has.
 
 The suite runs on Python 3.11 with the versions `.ci/constraints.txt` pins. Two other venvs, made by .ci/run
-with the package installed as the README says (``pip install -e .``) and the test tools, run the README's
-command and the tests most likely to break there:
+with the package installed as the README says (``pip install -e .``, plus extras where noted) and the test
+tools, run the README's command and the tests most likely to break there:
 
 - **3.10** (``$OPENENV_LAB_PY310_PYTHON``): the idle close of a session connection waits in a task of its
   own (there is no ``Task.uncancel`` to tell its cancellation from a server's), and the client's deadlines

@@ -30,7 +30,8 @@ def test_every_shipped_task_mates_in_exactly_its_depth(split):
         board = chess.Board(task["fen"])
         assert board.is_valid(), task["id"]
         # Exactly its depth: some first move mates within it (one search gives them all), none in fewer.
-        assert solutions(board, task["mate_in"]) == task["solutions"] != [], task["id"]
+        found = solutions(board, task["mate_in"])
+        assert found and found == task["solutions"], task["id"]
         assert not mate_in(board, task["mate_in"] - 1), task["id"]
         assert board.fen() == task["fen"]  # the search leaves the board as it was
 
