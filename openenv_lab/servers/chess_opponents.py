@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Sequence
 from typing import Protocol
 
 import chess
@@ -55,11 +56,18 @@ MAX_DEPTH = {"minimax": 4, "moonfish": 4, "stockfish": 30}
 
 
 class Opponent(Protocol):
-    """Chooses the opponent's reply in a position where the opponent is to move."""
+    """Chooses the opponent's reply in a position where the opponent is to move.
+
+    ``legal_moves``, when the caller has them already, are the position's legal moves in python-chess's
+    order (``list(board.legal_moves)``): an opponent may use them instead of generating them again, and
+    must choose exactly as it would from the board alone.
+    """
 
     name: str
 
-    def choose(self, board: chess.Board, rng: random.Random) -> chess.Move: ...
+    def choose(
+        self, board: chess.Board, rng: random.Random, legal_moves: Sequence[chess.Move] | None = None
+    ) -> chess.Move: ...
 
     def close(self) -> None: ...
 
@@ -67,8 +75,10 @@ class Opponent(Protocol):
 class RandomOpponent:
     name = "random"
 
-    def choose(self, board: chess.Board, rng: random.Random) -> chess.Move:
-        return rng.choice(list(board.legal_moves))
+    def choose(
+        self, board: chess.Board, rng: random.Random, legal_moves: Sequence[chess.Move] | None = None
+    ) -> chess.Move:
+        return rng.choice(list(board.legal_moves) if legal_moves is None else legal_moves)
 
     def close(self) -> None:
         pass
@@ -77,10 +87,12 @@ class RandomOpponent:
 class GreedyOpponent:
     name = "greedy"
 
-    def choose(self, board: chess.Board, rng: random.Random) -> chess.Move:
+    def choose(
+        self, board: chess.Board, rng: random.Random, legal_moves: Sequence[chess.Move] | None = None
+    ) -> chess.Move:
         best: list[chess.Move] = []
         best_score = -_MATE
-        for move in board.legal_moves:
+        for move in board.legal_moves if legal_moves is None else legal_moves:
             score = _capture_value(board, move)
             board.push(move)
             if board.is_checkmate():
@@ -106,8 +118,10 @@ class MinimaxOpponent:
             raise ValueError(f"opponent_depth must be at least 1, got {depth}")
         self.depth = depth
 
-    def choose(self, board: chess.Board, rng: random.Random) -> chess.Move:
-        moves = _ordered(board)
+    def choose(
+        self, board: chess.Board, rng: random.Random, legal_moves: Sequence[chess.Move] | None = None
+    ) -> chess.Move:
+        moves = _ordered(board, legal_moves)
         best: list[chess.Move] = []
         alpha = -_INFINITY
         for move in moves:
@@ -152,7 +166,9 @@ class StockfishOpponent:
         self._engine = chess.engine.SimpleEngine.popen_uci(path)
         self._engine.configure({"Threads": 1})
 
-    def choose(self, board: chess.Board, rng: random.Random) -> chess.Move:
+    def choose(
+        self, board: chess.Board, rng: random.Random, legal_moves: Sequence[chess.Move] | None = None
+    ) -> chess.Move:
         move = self._engine.play(board, self._limit).move
         if move is None:
             raise RuntimeError("Stockfish returned no move")
@@ -203,9 +219,10 @@ def _capture_value(board: chess.Board, move: chess.Move) -> int:
     return value
 
 
-def _ordered(board: chess.Board) -> list[chess.Move]:
+def _ordered(board: chess.Board, legal_moves: Sequence[chess.Move] | None = None) -> list[chess.Move]:
     """Legal moves, most valuable captures and promotions first (better pruning)."""
-    return sorted(board.legal_moves, key=lambda move: -_capture_value(board, move))
+    moves = board.legal_moves if legal_moves is None else legal_moves
+    return sorted(moves, key=lambda move: -_capture_value(board, move))
 
 
 # Bonus for pieces near the centre, by square (a1..h8): 0 on the rim, up to 30 in the middle.

@@ -117,6 +117,77 @@ def test_fifty_move_rule():
     assert obs.done and obs.metadata["end_reason"] == "fifty_moves"
 
 
+# Starting points that reach every ending: mates, stalemates, bare kings, the fifty- and seventy-five-move
+# rules (a clock already high in the FEN), repetitions (a rook against a bare king), en passant, castling
+# and promotions.
+RULE_FENS = [
+    chess.STARTING_FEN,
+    "8/8/8/8/8/5k2/8/Q3K3 w - - 0 1",
+    "7k/5Q2/6K1/8/8/8/8/8 w - - 0 1",
+    "8/8/8/8/8/2k5/1r6/K7 w - - 98 80",
+    "8/8/4k3/8/8/3K4/3R4/8 w - - 150 120",
+    "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+    "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1",
+    "8/P6k/8/8/8/8/6p1/K7 w - - 0 1",
+    "k7/8/1Q6/8/8/8/8/7K w - - 0 1",
+    "7k/8/8/8/8/8/8/R6K b - - 0 1",
+]
+
+
+def reference_ending(board: chess.Board, ply: int, max_moves: int) -> str | None:
+    """The end of the game by the module's rules, from python-chess's own (slower) functions."""
+    outcome = board.outcome(claim_draw=False)
+    if outcome is not None:
+        return outcome.termination.name.lower()
+    if board.halfmove_clock >= 100:
+        return "fifty_moves"
+    if board.is_repetition(3):
+        return "threefold_repetition"
+    return "move_limit" if ply >= max_moves else None
+
+
+@pytest.mark.parametrize("opponent", ["random", "greedy", "none"])
+def test_every_observation_agrees_with_python_chess(opponent):
+    """The server lists moves, writes FENs and finds endings its own faster way: check each observation of
+    many games against python-chess on a board replaying the same moves."""
+    env = ChessEnvironment()
+    endings = set()
+    for game in range(60):
+        rng = random.Random(game)
+        fen = RULE_FENS[game % len(RULE_FENS)]
+        max_moves = 40 if game % 4 == 0 else 500
+        obs = env.reset(seed=game, fen=fen, opponent=opponent, max_moves=max_moves)
+        board = chess.Board(fen)
+        while True:
+            for move in env.state.move_history[len(board.move_stack) :]:
+                board.push_uci(move)
+            ending = reference_ending(board, len(board.move_stack), max_moves)
+            assert obs.fen == env.state.fen == board.fen()
+            assert obs.is_check == board.is_check()
+            assert obs.done == (ending is not None)
+            assert obs.metadata.get("end_reason") == ending
+            if obs.done:
+                result = "1/2-1/2" if ending != "checkmate" else ("0-1" if board.turn else "1-0")
+                assert obs.result == result and obs.legal_moves == []
+                endings.add(ending)
+                break
+            assert obs.legal_moves == [move.uci() for move in board.legal_moves]
+            move = rng.choice(obs.legal_moves) if rng.random() > 0.05 else "e2e5"
+            obs = env.step(ChessAction(move=move))
+    assert endings >= {"checkmate", "stalemate", "insufficient_material", "fifty_moves", "move_limit"}
+
+
+def test_a_repetition_is_the_same_position_with_the_same_castling_rights():
+    env = ChessEnvironment()
+    env.reset(fen="4k3/8/8/8/8/8/8/R3K3 w Q - 0 1", agent_color="white", opponent="none")
+    for move in ["a1a2", "e8d8", "a2a1", "d8e8"] * 2:
+        obs = env.step(ChessAction(move=move))
+    # The pieces stand as at the start for the third time, but the start could still castle: two repetitions.
+    assert not obs.done
+    obs = env.step(ChessAction(move="a1a2"))  # this position, without castling, is here for the third time
+    assert obs.done and obs.metadata["end_reason"] == "threefold_repetition"
+
+
 def test_step_after_the_end_is_refused():
     env = ChessEnvironment()
     env.reset(fen="r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4", agent_color="white")
@@ -212,7 +283,7 @@ def test_a_failing_opponent_takes_the_agents_move_back():
     class Broken:
         name = "broken"
 
-        def choose(self, board, rng):
+        def choose(self, board, rng, legal_moves=None):
             raise RuntimeError("engine crashed")
 
         def close(self):
@@ -225,6 +296,14 @@ def test_a_failing_opponent_takes_the_agents_move_back():
         env.step(ChessAction(move="e2e4"))
     assert env.state.fen == before.fen and env.state.move_history == [] and env.state.step_count == 0
     assert env._board.turn == chess.WHITE  # still the agent's move, on the agent's pieces
+    obs = env.step(ChessAction(move="e2e5"))  # illegal: the observation is of the position taken back to
+    assert obs.fen == before.fen and obs.legal_moves == before.legal_moves
+    env._opponent = None  # the random opponent again, built on the next move
+    obs = env.step(ChessAction(move="e2e4"))
+    board = chess.Board()
+    for move in env.state.move_history:
+        board.push_uci(move)
+    assert obs.fen == board.fen() and obs.legal_moves == [move.uci() for move in board.legal_moves]
 
 
 def test_search_depth_is_capped():
