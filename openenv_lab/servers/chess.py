@@ -130,6 +130,7 @@ class ChessEnvironment(ServerEnvironment):
         self._board = chess.Board()
         self._legal: list[chess.Move] = []  # the legal moves of self._board, in python-chess's order
         self._seen: collections.Counter[Hashable] = collections.Counter()  # positions since reset
+        self._repeated = 1  # how many times the current position has occurred since reset
         self._state = ChessState()
         self._max_moves = max_moves
         self._end_reason: str | None = None
@@ -194,6 +195,7 @@ class ChessEnvironment(ServerEnvironment):
         self._set_opponent(settings["opponent"], settings["opponent_depth"])
         self._board = board
         self._seen = collections.Counter((_position_key(board),))
+        self._repeated = 1
         self._legal = list(board.generate_legal_moves())
         self._max_moves = settings["max_moves"]
         self._end_reason = None
@@ -307,7 +309,9 @@ class ChessEnvironment(ServerEnvironment):
     def _push(self, move: chess.Move) -> None:
         board = self._board
         board.push(move)
-        self._seen[_position_key(board)] += 1
+        key = _position_key(board)
+        self._seen[key] += 1
+        self._repeated = self._seen[key]
         self._legal = list(board.generate_legal_moves())
         self._state.move_history.append(move.uci())
         self._update_state(ply=self._state.ply + 1, step_count=self._state.ply + 1)
@@ -316,6 +320,7 @@ class ChessEnvironment(ServerEnvironment):
         board = self._board
         self._seen[_position_key(board)] -= 1
         board.pop()
+        self._repeated = self._seen[_position_key(board)]
         self._legal = list(board.generate_legal_moves())
         self._state.move_history.pop()
         self._update_state(ply=self._state.ply - 1, step_count=self._state.ply - 1)
@@ -338,7 +343,7 @@ class ChessEnvironment(ServerEnvironment):
         """
         board = self._board
         stuck = not self._legal
-        repeated = self._seen[_position_key(board)]
+        repeated = self._repeated
         winner: chess.Color | None = None
         if stuck and board.is_check():
             reason, winner = "checkmate", not board.turn
