@@ -56,7 +56,7 @@ def test_a_client_only_install_plays_remote_servers_and_names_what_an_embedded_o
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert "STEPPED " in done.stdout
     assert "REFUSED The embedded chess server needs the openenv package" in done.stdout
-    assert "Pass base_url=" in done.stdout
+    assert "Reach a server running elsewhere (base_url=" in done.stdout
 
 
 def test_the_readme_names_every_package_of_the_client_install():

@@ -30,6 +30,9 @@ from ..servers import ANNOUNCE_PREFIX, get_bundled_server
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
 
+#: How to reach a server instead of starting one, in Python and on the command line (both meet these errors).
+_ELSEWHERE = "base_url=, base_urls= or space= in Python; --base-url on the command line"
+
 
 class EmbeddedServer:
     """A bundled server running in a child process of this Python process.
@@ -114,16 +117,13 @@ class EmbeddedServer:
         if importlib.util.find_spec("openenv") is None:
             raise LaunchError(
                 f"The embedded {self.name} server needs the openenv package, which this install has not "
-                "(a client-only install: requirements-client.txt). Pass base_url= (or base_urls=, space=) "
-                "to reach a server running elsewhere, or install openenv-lab with its dependencies "
-                "(pip install openenv-lab) to run one here."
+                "(a client-only install: requirements-client.txt). Reach a server running elsewhere "
+                f"({_ELSEWHERE}), or install openenv-lab with its dependencies (pip install openenv-lab) "
+                "to run one here."
             )
         needs = get_bundled_server(self.name).missing()
         if needs is not None:
-            raise LaunchError(
-                f"{needs} to run it here, or pass base_url= (or base_urls=, space=) to reach one "
-                "running elsewhere."
-            )
+            raise LaunchError(f"{needs} to run it here, or reach one running elsewhere ({_ELSEWHERE}).")
         started = time.monotonic()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         if self.token is not None:

@@ -119,7 +119,9 @@ def test_a_server_whose_extra_is_not_installed_says_what_to_install(monkeypatch,
     install = re.escape(f"pip install 'openenv-lab[{name}]'")
     server = EmbeddedServer(name)
     with pytest.raises(
-        LaunchError, match=f"^The {name} server needs .*{install} to run it here, or pass base_url="
+        LaunchError,
+        match=rf"^The {name} server needs .*{install} to run it here, or reach one running "
+        r"elsewhere \(base_url=.* in Python; --base-url on the command line\)\.$",
     ):
         server.start()
     assert server._process is None
@@ -134,6 +136,14 @@ def test_a_server_whose_extra_is_not_installed_says_what_to_install(monkeypatch,
     assert (
         f"openenv-lab serve: The {name} server needs" in out.stderr and f"openenv-lab[{name}]" in out.stderr
     )
+    out = subprocess.run(  # a command that starts the embedded server names the CLI's option
+        [sys.executable, "-c", hidden, "bench", f"openenv/{name}", "--steps", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert f"openenv-lab bench: The {name} server needs" in out.stderr and "--base-url" in out.stderr
 
 
 @pytest.mark.slow
