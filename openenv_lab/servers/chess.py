@@ -484,10 +484,9 @@ def _fen_row(cells: str) -> str:
 
 
 def _fen(board: chess.Board) -> str:
-    """``board.fen()``, four to five times faster: the pieces come from their bitboards, not square by square.
-
-    Most ranks are unchanged from one position to the next, so each rank's text is mostly a cache hit.
-    """
+    """The text of ``board.fen()``, with the pieces read from their bitboards rather than square by square
+    (python-chess's way, a large share of a step): most ranks are unchanged from one position to the next,
+    so each rank's text is mostly a cache hit."""
     cells = bytearray(b"." * 64)
     white = board.occupied_co[chess.WHITE]
     masks = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
