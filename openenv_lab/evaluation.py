@@ -43,6 +43,7 @@ from .client import Client, OpenEnvError
 from .envs import OpenEnvVectorEnv
 from .envs.infos import split_infos
 from .widgets import evaluation as report
+from .widgets.bundle import widget_bundle
 
 __all__ = ["Evaluation", "EvaluationComparison", "bootstrap_interval", "compare", "evaluate"]
 
@@ -651,7 +652,7 @@ class EvaluationComparison:
         return report.comparison_widget(self.verdict, self._table(), self.png())
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle = widget_bundle(self.widget, **kwargs)
         bundle["text/html"] = self._repr_html_()
         return bundle
 

@@ -23,6 +23,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..render.pages import write_html
+from .bundle import widget_bundle
 
 __all__ = ["RewardCurve"]
 
@@ -147,7 +148,7 @@ class RewardCurve:
             from stable_baselines3.common.callbacks import BaseCallback
         except ImportError as exc:  # an optional extra: say how to get it
             raise ImportError(
-                'RewardCurve.sb3_callback needs Stable-Baselines3: pip install "openenv-lab[train]"'
+                'RewardCurve.sb3_callback needs Stable-Baselines3: pip install "openenv-lab[sb3]"'
             ) from exc
 
         curve = self
@@ -182,7 +183,7 @@ class RewardCurve:
             from transformers import TrainerCallback
         except ImportError as exc:
             raise ImportError(
-                'RewardCurve.trl_callback needs transformers: pip install "openenv-lab[train]"'
+                'RewardCurve.trl_callback needs transformers: pip install "openenv-lab[grpo]"'
             ) from exc
 
         curve = self
@@ -273,7 +274,7 @@ class RewardCurve:
         # The live widget, and the picture as it is now for renderers without a kernel (GitHub, nbviewer).
         if not self.image.value:
             self.redraw()
-        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle = widget_bundle(self.widget, **kwargs)
         bundle["text/html"] = self._repr_html_()
         return bundle
 

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from ..record.trajectory import Trajectory, load_trajectory
 from ..render.pages import DEFAULT_MAX_BYTES, side_by_side, trajectory_html, write_html
 from ..render.renderers import renderer_for, step_table
+from .bundle import widget_bundle
 
 __all__ = ["NOTEBOOK_FALLBACK_BYTES", "TrajectoryViewer", "compare", "show"]
 
@@ -127,7 +128,7 @@ class TrajectoryViewer:
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         # The live widget for Jupyter front ends, and a static replay (kept small) for renderers without a
         # kernel, such as GitHub and nbviewer, which show the text/html of a saved notebook instead.
-        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle = widget_bundle(self.widget, **kwargs)
         bundle["text/html"] = trajectory_html(
             self.trajectory, episode=self.episode_picker.value, max_bytes=NOTEBOOK_FALLBACK_BYTES
         )
@@ -211,7 +212,7 @@ class Comparison:
             viewer.step = change["new"]  # clamped to each episode's length
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
+        bundle = widget_bundle(self.widget, **kwargs)
         bundle["text/html"] = self._page(max_bytes=NOTEBOOK_FALLBACK_BYTES // 2)
         return bundle
 
