@@ -11,7 +11,7 @@ observation is the new episode's first), the last observation of the ended episo
 ``infos[i]["terminal_observation"]``, and ``infos[i]["TimeLimit.truncated"]`` says the episode was cut
 rather than finished.
 ``env_method("action_masks")`` answers each sub-environment's legal-action mask (chess), which is what
-``MaskablePPO`` asks for. SB3 is an optional extra: ``pip install "openenv-lab[train]"``.
+``MaskablePPO`` asks for. SB3 is an optional extra: ``pip install "openenv-lab[sb3]"``.
 
 Example:
     >>> from openenv_lab.sb3 import make_vec_env
@@ -38,7 +38,7 @@ try:
     from stable_baselines3.common.vec_env import VecEnv
 except ImportError as exc:  # an optional extra: say how to get it
     raise ImportError(
-        'openenv_lab.sb3 needs Stable-Baselines3: pip install "openenv-lab[train]" (or stable-baselines3)'
+        'openenv_lab.sb3 needs Stable-Baselines3: pip install "openenv-lab[sb3]" (or stable-baselines3)'
     ) from exc
 
 __all__ = ["SB3VecEnv", "make_vec_env"]

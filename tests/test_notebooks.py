@@ -176,8 +176,9 @@ def _pinned(path: Path) -> dict[str, str]:
 def test_binder_pins_every_dependency_the_notebooks_need():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     needed = list(project["dependencies"])
-    for extra in ("atari", "finrl", "train", "notebooks"):
+    for extra in ("atari", "finrl", "sb3", "grpo", "notebooks"):
         needed += project["optional-dependencies"][extra]
+    assert project["optional-dependencies"]["train"] == ["openenv-lab[sb3,grpo]"]
     binder = _pinned(ROOT / "binder" / "requirements.txt")
     constraints = _pinned(ROOT / ".ci" / "constraints.txt")
     for line in needed:

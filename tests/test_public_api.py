@@ -62,7 +62,7 @@ def test_importing_the_package_stays_light():
 @pytest.mark.parametrize(
     ("module", "missing", "says"),
     [
-        ("openenv_lab.sb3", "stable_baselines3", 'needs Stable-Baselines3: pip install "openenv-lab[train]"'),
+        ("openenv_lab.sb3", "stable_baselines3", 'needs Stable-Baselines3: pip install "openenv-lab[sb3]"'),
         ("openenv_lab.rllib", "torch", 'needs RLlib and torch: pip install "openenv-lab[rllib]"'),
         ("openenv_lab.rllib", "ray", 'needs RLlib and torch: pip install "openenv-lab[rllib]"'),
     ],

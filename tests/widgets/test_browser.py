@@ -1,9 +1,15 @@
-"""The viewer in a real browser: JupyterLab on loopback, Debian's Chromium driven by Playwright.
+"""The widgets in a real browser: Debian's Chromium driven by Playwright, on both widget stacks.
+
+- ``lab``: JupyterLab 4 with ipywidgets 8, from the test suite's own environment;
+- ``classic``: the classic Notebook 6.5 with ipywidgets 7.7.1 and widgetsnbextension 3.6, the widget
+  protocol Colab's front end speaks, from the venv of Colab's versions that ``scripts/colab_tier.py``
+  builds (``OPENENV_LAB_COLAB_PYTHON``; ``.ci/run`` sets it); skipped, saying so, without it.
 
 A notebook records a short chess game and shows the viewer; the test runs it, moves the slider with the
-keyboard and presses Play, and checks through the page that the board changed. A static comparison page
-(``compare(...).to_html``, no kernel) is opened from disk and scrubbed the same way. Screenshots go to
-``test-artifacts/``. Needs ``/usr/bin/chromium`` (``.ci/run`` installs it); skipped, saying so, without.
+keyboard and presses Play, and checks through the page that the board changed. The reward curve and an
+evaluation comparison are shown the same way. A static comparison page (``compare(...).to_html``, no
+kernel) is opened from disk and scrubbed. Screenshots go to ``test-artifacts/``. Needs
+``/usr/bin/chromium`` (``.ci/run`` installs it); skipped, saying so, without.
 """
 
 from __future__ import annotations
@@ -52,9 +58,29 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+STACKS = ["lab", "classic"]
+COLAB_PYTHON = os.environ.get("OPENENV_LAB_COLAB_PYTHON")
+
+
+def _front_end(stack: str) -> list[str]:
+    """The command that serves notebooks on ``stack`` (the options common to both come after it)."""
+    if stack == "lab":
+        return [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
+    if not COLAB_PYTHON:
+        pytest.skip("no venv of Colab's versions: run scripts/colab_tier.py and set OPENENV_LAB_COLAB_PYTHON")
+    return [COLAB_PYTHON, "-m", "notebook", "--NotebookApp.token=", "--NotebookApp.password="]
+
+
 @contextlib.contextmanager
-def jupyter_lab(root: Path, notebook_name: str, cells: list[str]) -> Iterator[str]:
-    """JupyterLab on loopback serving ``root``, with a notebook of ``cells`` written there; yields its URL."""
+def notebook_server(stack: str, root: Path, notebook_name: str, cells: list[str]) -> Iterator[str]:
+    """A notebook server of ``stack`` on loopback serving ``root``, with a notebook of ``cells`` written
+    there; yields its URL."""
     notebook = {
         "cells": [
             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
@@ -77,12 +103,14 @@ def jupyter_lab(root: Path, notebook_name: str, cells: list[str]) -> Iterator[st
         JUPYTER_RUNTIME_DIR=tempfile.mkdtemp(),
         PYTHONPATH=str(Path(__file__).parent.parent.parent),
     )
+    if stack == "lab":
+        extra = [f"--LabApp.user_settings_dir={settings}"]
+    else:  # the classic Notebook's own names for the same settings
+        extra = [f"--NotebookApp.notebook_dir={root}", "--NotebookApp.disable_check_xsrf=True"]
     process = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
+            *_front_end(stack),
+            *extra,
             "--no-browser",
             "--ip=127.0.0.1",
             f"--port={port}",
@@ -92,8 +120,6 @@ def jupyter_lab(root: Path, notebook_name: str, cells: list[str]) -> Iterator[st
             "--ServerApp.disable_check_xsrf=True",
             f"--ServerApp.root_dir={root}",
             "--allow-root",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            f"--LabApp.user_settings_dir={settings}",
         ],
         env=environment,
         stdout=subprocess.DEVNULL,
@@ -109,7 +135,7 @@ def jupyter_lab(root: Path, notebook_name: str, cells: list[str]) -> Iterator[st
             return False
 
     try:
-        assert wait_for(up, timeout=60), "JupyterLab did not start"
+        assert wait_for(up, timeout=60), f"the notebook server ({stack}) did not start"
         yield url
     finally:
         process.terminate()
@@ -119,14 +145,19 @@ def jupyter_lab(root: Path, notebook_name: str, cells: list[str]) -> Iterator[st
             process.kill()
 
 
-@pytest.fixture
-def lab(tmp_path):
-    with jupyter_lab(tmp_path, "viewer.ipynb", NOTEBOOK_CELLS) as url:
-        yield url
-
-
-def run_all_cells(page: Any, url: str, notebook_name: str, cells: list[str]) -> None:
-    """Open the notebook in JupyterLab and run its cells with Shift+Enter, once the kernel is idle."""
+def run_all_cells(page: Any, stack: str, url: str, notebook_name: str, cells: list[str]) -> None:
+    """Open the notebook and run its cells, once the kernel is ready: in JupyterLab with Shift+Enter, in
+    the classic Notebook through its page's own ``Jupyter.notebook`` (what Cell > Run All calls)."""
+    if stack == "classic":
+        page.goto(f"{url}/notebooks/{notebook_name}", wait_until="domcontentloaded")
+        page.wait_for_function(
+            "() => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel"
+            " && Jupyter.notebook.kernel.is_connected()",
+            timeout=90_000,
+        )
+        time.sleep(2)  # the widget manager loads with the page's extensions
+        page.evaluate("() => Jupyter.notebook.execute_all_cells()")
+        return
     page.goto(f"{url}/lab/tree/{notebook_name}", wait_until="domcontentloaded")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
@@ -197,20 +228,25 @@ def test_a_static_comparison_page_replays_without_a_kernel(chess_url, tmp_path):
         page.screenshot(path=str(ARTIFACTS / "comparison-static.png"))
 
 
-def test_the_viewer_plays_in_jupyterlab(lab):
-    with chromium() as browser:
+#: The slider's handle: noUiSlider's in ipywidgets 8, jQuery UI's in 7.
+HANDLE = ".widget-slider .noUi-handle, .widget-slider .ui-slider-handle"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_viewer_plays(stack, tmp_path):
+    with notebook_server(stack, tmp_path, "viewer.ipynb", NOTEBOOK_CELLS) as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        run_all_cells(page, lab, "viewer.ipynb", NOTEBOOK_CELLS)
-        slider = page.locator(".widget-slider .noUi-handle").first
+        run_all_cells(page, stack, url, "viewer.ipynb", NOTEBOOK_CELLS)
+        slider = page.locator(HANDLE).first
         try:
             slider.wait_for(timeout=120_000)
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / "viewer-failed.png"))  # what the notebook showed
+            page.screenshot(path=str(ARTIFACTS / f"viewer-{stack}-failed.png"))  # what the notebook showed
             raise
         board = page.locator(".widget-html-content svg").first
         board.wait_for(timeout=60_000)
         before = board.inner_html()
-        page.screenshot(path=str(ARTIFACTS / "viewer-step-0.png"))
+        page.screenshot(path=str(ARTIFACTS / f"viewer-{stack}-step-0.png"))
 
         slider.focus()
         for _ in range(3):
@@ -220,17 +256,43 @@ def test_the_viewer_plays_in_jupyterlab(lab):
             arg=before,
             timeout=30_000,
         )
-        assert page.locator(".widget-readout").first.inner_text() == "3"
+        assert page.locator(".widget-readout").first.inner_text().strip() == "3"
         after_slider = board.inner_html()
-        page.screenshot(path=str(ARTIFACTS / "viewer-step-3.png"))
+        page.screenshot(path=str(ARTIFACTS / f"viewer-{stack}-step-3.png"))
 
         page.locator(".widget-play button").first.click()  # Play: the kernel-side link moves the slider
         time.sleep(1.5)
         page.wait_for_function(
             "() => Number(document.querySelector('.widget-readout').innerText) > 3", timeout=30_000
         )
-        page.screenshot(path=str(ARTIFACTS / "viewer-playing.png"))
+        page.screenshot(path=str(ARTIFACTS / f"viewer-{stack}-playing.png"))
         assert before != after_slider != page.locator(".widget-html-content svg").first.inner_html()
+
+
+CURVE_CELLS = [
+    "import openenv_lab\ncurve = openenv_lab.RewardCurve(window=3, redraw_every=0)\ncurve",
+    "for episode_return in [1.0, 0.0, 2.0, 3.0, 2.5]:\n    curve.add_episode(episode_return, length=10)",
+]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_reward_curve_draws_as_episodes_come_in(stack, tmp_path):
+    with notebook_server(stack, tmp_path, "curve.ipynb", CURVE_CELLS) as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1200, "height": 900})
+        run_all_cells(page, stack, url, "curve.ipynb", CURVE_CELLS)
+        caption = page.locator(".widget-html-content", has_text="5 episodes, 50 steps")
+        try:
+            caption.first.wait_for(timeout=120_000)  # the caption follows the episodes as they come
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / f"curve-{stack}-failed.png"))
+            raise
+        page.wait_for_function(
+            "() => { const i = document.querySelector('.widget-image');"
+            " return i && i.complete && i.naturalWidth > 0; }",
+            timeout=30_000,
+        )
+        assert _image_width(page, ".widget-image") > 300
+        page.screenshot(path=str(ARTIFACTS / f"curve-{stack}.png"))
 
 
 COMPARISON_CELLS = [
@@ -246,15 +308,19 @@ def _image_width(page: Any, selector: str) -> int:
     return page.eval_on_selector(selector, "img => img.complete ? img.naturalWidth : 0")
 
 
-def test_an_evaluation_comparison_shows_in_jupyterlab_and_as_a_static_page(tmp_path):
-    with jupyter_lab(tmp_path, "comparison.ipynb", COMPARISON_CELLS) as url, chromium() as browser:
+@pytest.mark.parametrize("stack", STACKS)
+def test_an_evaluation_comparison_shows_as_a_widget(stack, tmp_path):
+    with (
+        notebook_server(stack, tmp_path, "comparison.ipynb", COMPARISON_CELLS) as url,
+        chromium() as browser,
+    ):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        run_all_cells(page, url, "comparison.ipynb", COMPARISON_CELLS)
+        run_all_cells(page, stack, url, "comparison.ipynb", COMPARISON_CELLS)
         verdict = page.locator(".widget-html-content b", has_text="hello beats hi by 0.6")
         try:
             verdict.wait_for(timeout=120_000)  # 0.1 per character: 2 x 0.5 against 2 x 0.2, on every seed
         except Exception:
-            page.screenshot(path=str(ARTIFACTS / "comparison-widget-failed.png"))
+            page.screenshot(path=str(ARTIFACTS / f"comparison-widget-{stack}-failed.png"))
             raise
         assert "over 6 paired seeds" in verdict.inner_text()
         page.wait_for_function(
@@ -263,8 +329,10 @@ def test_an_evaluation_comparison_shows_in_jupyterlab_and_as_a_static_page(tmp_p
             timeout=30_000,
         )
         assert _image_width(page, ".widget-image") > 500  # the PNG decoded, three panels wide or two
-        page.screenshot(path=str(ARTIFACTS / "comparison-widget.png"))
+        page.screenshot(path=str(ARTIFACTS / f"comparison-widget-{stack}.png"))
 
+
+def test_an_evaluation_comparison_is_a_static_page_too(tmp_path):
     import openenv_lab
 
     hello = openenv_lab.evaluate(

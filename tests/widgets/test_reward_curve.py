@@ -112,13 +112,15 @@ def test_reward_components_are_summed_per_episode_and_drawn():
 
 
 @pytest.mark.parametrize(
-    ("make", "module"), [("sb3_callback", "stable_baselines3"), ("trl_callback", "transformers")]
+    ("make", "module", "extra"),
+    [("sb3_callback", "stable_baselines3", "sb3"), ("trl_callback", "transformers", "grpo")],
 )
-def test_a_callback_whose_trainer_is_not_installed_says_what_to_install(monkeypatch, make, module):
+def test_a_callback_whose_trainer_is_not_installed_says_what_to_install(monkeypatch, make, module, extra):
     for name in [module, *(name for name in sys.modules if name.startswith(f"{module}."))]:
         monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed, imported or not
     with pytest.raises(
-        ImportError, match=re.escape(f"RewardCurve.{make} needs") + r'.*pip install "openenv-lab\[train\]"'
+        ImportError,
+        match=f"RewardCurve.{make} needs .*" + re.escape(f'pip install "openenv-lab[{extra}]"'),
     ):
         getattr(RewardCurve(redraw_every=0), make)()
 
