@@ -56,6 +56,7 @@ _LAZY = {
     "ReportCard": ".report_card",
     "check": ".report_card",
     "show": ".widgets",
+    "require_memory": ".machine",
 }
 
 
@@ -108,6 +109,7 @@ __all__ = [
     "compare",
     "evaluate",
     "load_trajectory",
+    "require_memory",
     "serve",
     "show",
 ]
