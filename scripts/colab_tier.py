@@ -361,16 +361,30 @@ def execute(python: str, notebook: str) -> tuple[float, str | None]:
     return time.monotonic() - started, error
 
 
-def report(steps: list[Step], colab: dict[str, str], torch_here: str | None) -> None:
-    print(f"torch: Colab has 2.11.0 (its URL line); this venv has {torch_here} (this machine's CPU build)")
+def url_version(path: Path, name: str) -> str | None:
+    """The version in a ``name @ URL`` line of Colab's list (torch's wheel URL names it), or None."""
+    for line in path.read_text().splitlines():
+        if line.startswith(f"{name} @ "):
+            match = re.search(rf"/{name}-([0-9][^-]*?)(?:%2B|\+|-)", line)
+            return match.group(1) if match else None
+    return None
+
+
+def report(steps: list[Step], colab_torch: str | None, torch_here: str | None) -> None:
+    print(f"torch: Colab has {colab_torch}; this venv has {torch_here} (this machine's CPU build stands in)")
     for step in steps:
         restart = ", restarted the runtime once" if step.restarted else ""
         print(f"\n{step.requirement} for {', '.join(step.notebooks)}: {step.seconds:.0f} s{restart}")
         if not step.changes:
             print("  changed none of Colab's packages")
+        may_replace = step.notebooks[0] in RESTARTS
         for change in step.changes:
-            mark = "  FAIL" if change.verdict and not (change.name in ALLOWED and step.restarted) else "     "
-            print(f"{mark} {change.name:28} Colab {change.colab or '-':14} now {change.after or 'removed'}")
+            failed = change.verdict and not (change.name in ALLOWED and may_replace)
+            kind = "compiled" if change.name in COMPILED or change.binary else "pure Python"
+            print(
+                f"{'  FAIL' if failed else '     '} {change.name:28} Colab {change.colab or '-':14} "
+                f"now {change.after or 'removed':16} ({kind})"
+            )
         for failure in step.failures:
             print(f"  error: {failure}")
 
@@ -399,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                 seconds, error = execute(python, notebook)
                 ran[notebook] = {"seconds": round(seconds, 1), "error": error}
                 print(f"  ran {notebook} in {seconds:.0f} s" + (": FAILED" if error else ""), flush=True)
-    report(steps, colab, installed(python).get("torch"))
+    report(steps, url_version(args.freeze, "torch"), installed(python).get("torch"))
     failed = [f"{notebook}:\n{row['error']}" for notebook, row in ran.items() if row["error"]]
     failed += [f for step in steps for f in step.failures]
     if args.json:

@@ -126,6 +126,7 @@ def test_colabs_list_is_read_by_name_and_version_and_url_lines_are_left_out(tmp_
         "huggingface-hub": "1.27.0",
         "pyyaml": "6.0.3",
     }
+    assert colab_tier.url_version(freeze, "torch") == "2.11.0"  # what this venv's CPU build stands in for
 
 
 @pytest.mark.parametrize(
