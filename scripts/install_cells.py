@@ -58,8 +58,9 @@ if "google.colab" in sys.modules:
                 f"Could not install {{REQUIREMENT}}: this runtime cannot reach the package index or GitHub."
                 " Check its connection (Runtime > Disconnect and delete runtime), then run this cell again."
             )
-        last = [line for line in said.splitlines() if line.strip()][-1:] or ["no message"]
-        raise SystemExit(f"pip could not install {{REQUIREMENT}}: {{last[0].strip()}}")
+        lines = [line.strip() for line in said.splitlines() if line.strip()] or ["no message"]
+        reason = [line for line in lines if line.startswith("ERROR:")][-1:] or lines[-1:]
+        raise SystemExit(f"pip could not install {{REQUIREMENT}}: {{reason[0]}}")
     print(f"installed {{REQUIREMENT}}")"""
 
 _RESTART_NOTE = """

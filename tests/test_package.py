@@ -1,8 +1,12 @@
-"""The package as users get it: the wheel and sdist build, pass ``twine check``, carry their data files, and
-the wheel installed by name in a fresh venv plays chess on its embedded server."""
+"""The package as users get it: the wheel and sdist build, pass ``twine check``, carry their data files;
+a notebook's install cell, run as on Colab in a fresh venv, installs it by name (the wheel is what pip
+finds) and from a git URL (this checkout's commit, as ``git+file://localhost/...``: pip's git path, as
+for GitHub); and the
+installed package plays chess on its embedded server."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,6 +17,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import install_cells  # noqa: E402
+
+#: Runs a cell as Colab's kernel would: google.colab is imported there.
+RUN_AS_COLAB = (
+    "import sys, types; sys.modules['google.colab'] = types.ModuleType('google'); exec(sys.argv[1])"
+)
 #: Package data the code opens at run time (the chess tasks, the image's Dockerfile).
 DATA = ("openenv_lab/servers/chess_tasks.json", "openenv_lab/launch/Dockerfile")
 
@@ -57,18 +69,27 @@ def test_the_wheel_and_the_sdist_pass_twine_check_with_their_data_and_license(di
         assert path in members, f"the sdist lacks {path}"
 
 
-def test_the_wheel_installs_by_name_in_a_fresh_venv_and_plays(dist, tmp_path):
+def test_the_install_cell_installs_by_name_and_from_git_in_a_fresh_venv_and_it_plays(dist, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = str(venv / "bin" / "python")
-    # By name, as `pip install openenv-lab` from an index: the wheel is the only openenv-lab pip can find.
-    done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", "--find-links", str(dist), "openenv-lab"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    cell = install_cells.render("tutorials/01_rl_loop_over_a_network.ipynb")
+    for source, where in (("", {"PIP_FIND_LINKS": str(dist)}), (f"git+file://localhost{ROOT}", {})):
+        # The package alone goes between the two (pip keeps an installed one): the dependencies stay.
+        uninstall = [python, "-m", "pip", "uninstall", "-q", "-y", "openenv-lab"]
+        subprocess.run(uninstall, capture_output=True, timeout=120, check=bool(source))
+        done = subprocess.run(
+            [python, "-c", RUN_AS_COLAB, cell],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env={**os.environ, **where, "OPENENV_LAB_SOURCE": source},
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        assert done.stdout.strip().splitlines()[-1].startswith("installed openenv-lab"), done.stdout
+        installed = (venv / "lib").glob("python3*/site-packages/openenv_lab-*.dist-info/direct_url.json")
+        from_git = [path for path in installed if "git" in path.read_text()]
+        assert bool(from_git) == bool(source), source or "by name"
     check = (
         "import importlib.resources as r, json, openenv_lab\n"
         "assert 'site-packages' in openenv_lab.__file__, openenv_lab.__file__\n"
