@@ -2,7 +2,8 @@
 
 The docs never carry a measured figure typed by hand: every figure sits in a block between
 ``<!-- benchmark:NAME -->`` and ``<!-- /benchmark:NAME -->``, written by this script from
-``benchmarks/results/harness.json`` (the output of ``python benchmarks/harness.py --json ...``). After a
+``benchmarks/results/harness.json`` (the output of ``python benchmarks/harness.py --json ...``), or for
+the compatibility table and the notebooks' memory, from their own JSON files beside it. After a
 new measurement:
 
     python benchmarks/harness.py --json benchmarks/results/harness.json
@@ -30,6 +31,10 @@ from reach import target_reach, transport_reach  # noqa: E402  (the benchmarks' 
 RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
 #: Written by tests/envs/test_official_envs.py when OPENENV_LAB_COMPATIBILITY_JSON names it.
 COMPATIBILITY = ROOT / "benchmarks" / "results" / "compatibility.json"
+#: Written by benchmarks/notebook_memory.py --json.
+NOTEBOOK_MEMORY = ROOT / "benchmarks" / "results" / "notebook_memory.json"
+#: Blocks read from a JSON file of their own rather than the harness's.
+OWN_FILES = {"compatibility": COMPATIBILITY, "notebook_memory": NOTEBOOK_MEMORY}
 DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "docs" / "ray.md")
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
@@ -199,6 +204,41 @@ def compatibility(section: dict[str, Any]) -> str:
     return _table(header, rows) + "\n\nObservation spaces:\n\n" + "\n".join(observations)
 
 
+def notebook_memory(section: dict[str, Any]) -> str:
+    limit = section["binder_mib"]
+    rows = []
+    for row in section["notebooks"]:
+        smoke, own = row["smoke"], row.get("own", {})
+        peak = max(smoke["peak_mib"], own.get("peak_mib", 0))
+        cut = own.get("cut_cells") or []
+        rows.append(
+            [
+                f"`{row['notebook']}`",
+                _number(smoke["peak_mib"]),
+                _number(own.get("peak_mib"))
+                + (f" (cut after {section['cell_seconds']:.0f} s)" if cut else ""),
+                f"{peak / limit:.0%}",
+            ]
+        )
+    header = ["notebook", "smoke mode, MiB", "own budgets, MiB", f"of Binder's {limit:,} MiB"]
+    lines = [_table(header, rows)]
+    build = section.get("binder_build")
+    if build:
+        lines.append(
+            f"Binder's image build (`binder/requirements.txt`, then `postBuild`, in a fresh venv with this "
+            f"machine's pip cache): {build['install_s']:,.0f} s, {build['venv_mib']:,.0f} MiB."
+        )
+    first = section.get("colab_first_picture")
+    if first:
+        lines.append(
+            "On a venv of Colab's versions (with this machine's pip cache): the chess notebook's install "
+            f"cell {first['install_cell_s']:.0f} s; then, from a new process's start, the first observation "
+            f'of `gym.make("openenv/chess")` {first["first_observation_s"]:.1f} s (the embedded server '
+            f"starts) and the first widget (the viewer of a short game) {first['first_widget_s']:.1f} s."
+        )
+    return "\n\n".join(lines)
+
+
 def fleet(section: dict[str, Any]) -> str:
     parts = []
     for env, result in section["results"].items():
@@ -355,15 +395,16 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "compatibility": compatibility,
     "scaling": scaling,
     "ceilings": ceilings,
+    "notebook_memory": notebook_memory,
 }
 
 
 def render_block(name: str, report: dict[str, Any]) -> str:
     if name not in RENDERERS:
         raise KeyError(f"No renderer for benchmark block {name!r}; known: {', '.join(RENDERERS)}")
-    if name == "compatibility":
-        section = json.loads(COMPATIBILITY.read_text())
-        source, when, cpus, commit = COMPATIBILITY.name, section["when"], section["cpus"], section["commit"]
+    if name in OWN_FILES:
+        section = json.loads(OWN_FILES[name].read_text())
+        source, when, cpus, commit = OWN_FILES[name].name, section["when"], section["cpus"], section["commit"]
     else:
         if name not in report and name != "scaling":
             raise KeyError(f"{RESULTS.name} has no {name!r} section: run benchmarks/harness.py again")

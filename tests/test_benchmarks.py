@@ -206,6 +206,16 @@ def test_the_install_script_reports_the_largest_dependencies(tmp_path):
     assert row["import_s"] > 0 and row["first_observation_s"] > 0
 
 
+@pytest.mark.slow
+def test_the_notebook_memory_script_samples_the_kernel_and_its_servers(tmp_path):
+    _, report = run("notebook_memory.py", "--quick", json_path=tmp_path / "memory.json", timeout=300)
+    (row,) = report["notebooks"]
+    smoke = row["smoke"]
+    # The lesson starts an embedded echo server: the kernel and its server process tree, not the kernel alone.
+    assert smoke["processes"] >= 2 and 100 < smoke["peak_mib"] < report["binder_mib"]
+    assert smoke["cut_cells"] == [] and report["commit"] and report["cpus"] >= 1
+
+
 def test_a_target_reads_met_then_reachable_then_above_and_every_verdict_has_its_words():
     saved = list(sys.path)
     sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "scripts")]
