@@ -96,6 +96,14 @@ def framework_kitchen() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def framework_parrot() -> Iterator[str]:
+    """A server that echoes long input back, longer, as TextArena's games do."""
+    server = FrameworkServer("parrot", max_sessions=2)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def official_grid_world() -> Iterator[str]:
     """The official grid_world_env (one session at a time, its app's default)."""
     with OfficialServer("grid_world_env") as server:

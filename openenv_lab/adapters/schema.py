@@ -15,7 +15,8 @@ JSON Schema                                   gymnasium space (value in the obse
                                               (an action without both bounds is refused: see
                                               `openenv_lab.adapters.generic`)
 ``number``                                    ``Box(float64, shape=())``, bounds from the schema or +-inf
-``string``                                    `UnicodeText` (any text up to ``maxLength``, default 65536)
+``string``                                    `UnicodeText` (any text up to ``maxLength``, or of any
+                                              length without one; samples then stay short)
 list of numbers (any nesting)                 ``Box`` shaped like the first observation's value (empty
                                               then, or an action: ``minItems == maxItems`` or a ``Sequence``)
 list of booleans                              ``MultiBinary`` shaped like the first observation's value
@@ -30,7 +31,10 @@ What cannot be inferred, and what happens instead: list actions without ``minIte
 ``Sequence`` of the item space; numeric lists whose length changes during an episode are refused when
 the length changes (`ProtocolError`); unbounded numbers get infinite (floats) or +-2**31 (integers)
 bounds; free-form objects, unions of several types, ragged lists and recursive models travel as JSON
-text.
+text. Where the schema bounds a string or a list (``maxLength``, ``maxItems``), the space has exactly that
+bound, and a server that sends more raises `ProtocolError` naming the field and both lengths; where it
+does not, neither does the space, so an observation never falls outside its space (a server echoing a
+long message included).
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from ..client import ProtocolError
 
 __all__ = [
     "ENVELOPE_FIELDS",
+    "SAMPLE_LENGTH",
+    "BoundedSequence",
     "Field",
     "JSONText",
     "UnicodeText",
@@ -59,8 +65,10 @@ __all__ = [
 ]
 
 _INT_BOUND = 2**31
-_MAX_TEXT = 65536
 _MAX_JSON = 100 * 1024 * 1024  # the largest message a session accepts (openenv_lab.client.session)
+#: The longest text `UnicodeText.sample` makes for a field without ``maxLength``: what a server answers in
+#: reasonable time (its ``contains`` still accepts any length).
+SAMPLE_LENGTH = 256
 #: Keys of an observation that are the envelope's, not the environment's fields.
 ENVELOPE_FIELDS = frozenset({"metadata", "reward", "done"})
 
@@ -68,21 +76,76 @@ ENVELOPE_FIELDS = frozenset({"metadata", "reward", "done"})
 class UnicodeText(spaces.Text):
     """A ``Text`` space that accepts any string up to ``max_length`` (samples use printable ASCII).
 
-    Gymnasium's ``Text`` only accepts characters from its charset; servers send arbitrary Unicode.
+    Gymnasium's ``Text`` only accepts characters from its charset; servers send arbitrary Unicode. With
+    ``max_length=None`` (a schema without ``maxLength``) the space has no upper length: it holds any text
+    a message can carry, and `sample` stays short (up to `SAMPLE_LENGTH` characters), since a server
+    echoing or parsing a random megabyte answers slowly.
 
     Example:
         >>> "é ♞ {}" in UnicodeText(max_length=10)
         True
+        >>> free = UnicodeText(seed=0)
+        >>> free, "x" * 1_000_000 in free, len(free.sample()) <= SAMPLE_LENGTH
+        (UnicodeText(0, None), True, True)
     """
 
-    def __init__(self, max_length: int = _MAX_TEXT, *, min_length: int = 0, seed: Any = None) -> None:
-        super().__init__(max_length, min_length=min_length, charset=string.printable, seed=seed)
+    def __init__(self, max_length: int | None = None, *, min_length: int = 0, seed: Any = None) -> None:
+        self.bounded = max_length is not None
+        length = max_length if max_length is not None else max(_MAX_JSON, min_length)
+        super().__init__(length, min_length=min_length, charset=string.printable, seed=seed)
 
     def contains(self, x: Any) -> bool:
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        given = mask if mask is not None else probability
+        if not self.bounded and (given is None or given[0] is None):
+            top = max(self.min_length, SAMPLE_LENGTH)
+            length = int(self.np_random.integers(self.min_length, top + 1))
+            if probability is not None:
+                probability = (length, probability[1])
+            else:
+                mask = (length, None if mask is None else mask[1])
+        return super().sample(mask, probability)
+
     def __repr__(self) -> str:
-        return f"UnicodeText({self.min_length}, {self.max_length})"
+        return f"UnicodeText({self.min_length}, {self.max_length if self.bounded else None})"
+
+
+class BoundedSequence(spaces.Sequence):
+    """A ``Sequence`` of at most ``max_length`` items (a schema's ``maxItems``), in `contains` and samples.
+
+    Example:
+        >>> pair = BoundedSequence(spaces.Discrete(3), max_length=2, seed=0)
+        >>> (0, 1) in pair, (0, 1, 2) in pair, len(pair.sample()) <= 2
+        (True, False, True)
+    """
+
+    def __init__(
+        self, space: spaces.Space[Any], max_length: int, *, seed: Any = None, stack: bool = False
+    ) -> None:
+        super().__init__(space, seed=seed, stack=stack)
+        self.max_length = max_length
+
+    def contains(self, x: Any) -> bool:
+        try:
+            length = len(x)
+        except TypeError:
+            return False
+        return length <= self.max_length and super().contains(x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        given = mask if mask is not None else probability
+        if given is None or given[0] is None:  # gymnasium's geometric length, cut at the bound
+            length = min(int(self.np_random.geometric(0.25)), self.max_length)
+            if probability is not None:
+                probability = (length, probability[1])
+            else:
+                mask = (length, None if mask is None else mask[1])
+        return super().sample(mask, probability)
+
+    def __repr__(self) -> str:
+        return f"BoundedSequence({self.feature_space}, max_length={self.max_length}, stack={self.stack})"
 
 
 class JSONText(UnicodeText):
@@ -199,13 +262,53 @@ def field_for(
     if kind == "string":
         # `null` decodes to "", so a nullable string must accept the empty string.
         min_length = 0 if nullable else _length(node, "minLength", 0)
-        space = UnicodeText(_length(node, "maxLength", _MAX_TEXT), min_length=min_length)
-        return Field(space, str, str, str)
+        max_length = _length(node, "maxLength", 0) if node.get("maxLength") is not None else None
+        space = UnicodeText(max_length, min_length=min_length)
+        return Field(space, _bounded_text(path, max_length), str, str)
     if kind == "array":
         return _array(node, sample, defs, path, action=action, expanding=expanding)
     if kind == "object" and node.get("properties"):
         return _object(node, sample, defs, path, action=action, expanding=expanding)
     return _json_text({} if kind == "object" else None)
+
+
+def _bounded_text(path: str, max_length: int | None) -> Callable[[Any], str]:
+    """A string's decoder: where the schema bounds its length, longer text is the server's error."""
+    if max_length is None:
+        return str
+
+    def decode(value: Any) -> str:
+        text = str(value)
+        if len(text) > max_length:
+            raise ProtocolError(
+                f"{path} holds {len(text):,} characters, more than the schema's maxLength of {max_length:,}"
+            )
+        return text
+
+    return decode
+
+
+def _sequence(space: spaces.Space[Any], node: dict[str, Any], *, stack: bool) -> spaces.Sequence:
+    """A ``Sequence`` of ``space``, bounded where the schema says ``maxItems``."""
+    if node.get("maxItems") is None:
+        return spaces.Sequence(space, stack=stack)
+    return BoundedSequence(space, int(node["maxItems"]), stack=stack)
+
+
+def _bounded_list(path: str, node: dict[str, Any], decode: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A list's decoder: where the schema bounds its items (``maxItems``), more is the server's error."""
+    most = node.get("maxItems")
+    if most is None:
+        return decode
+
+    def checked(value: Any) -> Any:
+        if len(value) > most:
+            raise ProtocolError(
+                f"{path} holds {len(value):,} items, more than the schema's maxItems of {most:,}"
+            )
+        return decode(value)
+
+    return checked
 
 
 def bounds(node: dict[str, Any], *, integer: bool) -> tuple[float | None, float | None]:
@@ -285,8 +388,8 @@ def _array(
         # No length known (an action, or an empty first value): a variable-length sequence.
         element = field_for(item, None, defs, path + "[]", action=action, expanding=expanding)
         return Field(
-            spaces.Sequence(element.space, stack=True),
-            lambda v: np.asarray(v, dtype=dtype),
+            _sequence(element.space, node, stack=True),
+            _bounded_list(path, node, lambda v: np.asarray(v, dtype=dtype)),
             lambda a: np.asarray(a).tolist(),
             lambda: np.zeros((0,), dtype=dtype),
         )
@@ -294,8 +397,8 @@ def _array(
     first = sample[0] if isinstance(sample, list) and sample else None
     element = field_for(items, first, defs, path + "[]", action=action, expanding=expanding)
     return Field(
-        spaces.Sequence(element.space),
-        lambda v: tuple(element.decode(x) for x in v),
+        _sequence(element.space, node, stack=False),
+        _bounded_list(path, node, lambda v: tuple(element.decode(x) for x in v)),
         lambda a: [element.encode(x) for x in a],
         tuple,
     )

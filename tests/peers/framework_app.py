@@ -14,6 +14,8 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``dice``: ignores seeds, and rolls a die of its own at every reset and step: no episode replays.
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
+- ``parrot``: echoes the player's message, wrapped, into a list of messages, as TextArena's games do:
+  its text fields have no ``maxLength``, and what comes back is longer than what went in.
 """
 
 from __future__ import annotations
@@ -191,7 +193,56 @@ class DiceEnvironment(Environment):
         return self._state
 
 
+class ParrotAction(Action):
+    message: str
+
+
+class ParrotMessage(BaseModel):
+    sender: int
+    content: str
+
+
+class ParrotObservation(Observation):
+    prompt: str = ""
+    messages: list[ParrotMessage] = Field(default_factory=list)
+
+
+class ParrotEnvironment(Environment):
+    """Says back what it heard, wrapped ("[Player 0] ..."), in a growing list of messages."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._messages: list[ParrotMessage] = []
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ParrotObservation:
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        self._messages = [ParrotMessage(sender=-1, content="Say anything; I repeat it.")]
+        return ParrotObservation(
+            prompt="Say anything.", messages=list(self._messages), reward=0.0, done=False
+        )
+
+    def step(self, action: ParrotAction, timeout_s: float | None = None, **kwargs: Any) -> ParrotObservation:
+        self._state.step_count += 1
+        self._messages.append(ParrotMessage(sender=0, content=f"[Player 0] {action.message}"))
+        return ParrotObservation(
+            prompt=f"You said: {action.message}",
+            messages=list(self._messages),
+            reward=0.0,
+            done=self._state.step_count >= 3,
+        )
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 ENVS = {
+    "parrot": (ParrotEnvironment, ParrotAction, ParrotObservation),
     "counter": (CounterEnvironment, CounterAction, CounterObservation),
     "kitchen": (KitchenEnvironment, KitchenAction, KitchenObservation),
     "dice": (DiceEnvironment, DiceAction, DiceObservation),
