@@ -73,6 +73,19 @@ SAMPLE_LENGTH = 256
 ENVELOPE_FIELDS = frozenset({"metadata", "reward", "done"})
 
 
+def _length_left_open(mask: Any, probability: Any) -> bool:
+    """Whether a ``Text``/``Sequence`` sample's (length, ...) mask leaves the length to the space."""
+    given = mask if mask is not None else probability
+    return given is None or given[0] is None
+
+
+def _with_length(length: int, mask: Any, probability: Any) -> tuple[Any, Any]:
+    """The sample's mask (or probability) with its length set, the rest of it kept."""
+    if probability is not None:
+        return mask, (length, probability[1])
+    return (length, None if mask is None else mask[1]), probability
+
+
 class UnicodeText(spaces.Text):
     """A ``Text`` space that accepts any string up to ``max_length`` (samples use printable ASCII).
 
@@ -98,14 +111,10 @@ class UnicodeText(spaces.Text):
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
-        given = mask if mask is not None else probability
-        if not self.bounded and (given is None or given[0] is None):
+        if not self.bounded and _length_left_open(mask, probability):
             top = max(self.min_length, SAMPLE_LENGTH)
             length = int(self.np_random.integers(self.min_length, top + 1))
-            if probability is not None:
-                probability = (length, probability[1])
-            else:
-                mask = (length, None if mask is None else mask[1])
+            mask, probability = _with_length(length, mask, probability)
         return super().sample(mask, probability)
 
     def __repr__(self) -> str:
@@ -135,13 +144,9 @@ class BoundedSequence(spaces.Sequence):
         return length <= self.max_length and super().contains(x)
 
     def sample(self, mask: Any = None, probability: Any = None) -> Any:
-        given = mask if mask is not None else probability
-        if given is None or given[0] is None:  # gymnasium's geometric length, cut at the bound
+        if _length_left_open(mask, probability):  # gymnasium's geometric length, cut at the bound
             length = min(int(self.np_random.geometric(0.25)), self.max_length)
-            if probability is not None:
-                probability = (length, probability[1])
-            else:
-                mask = (length, None if mask is None else mask[1])
+            mask, probability = _with_length(length, mask, probability)
         return super().sample(mask, probability)
 
     def __repr__(self) -> str:
