@@ -13,3 +13,5 @@ collect_ignore = [] if importlib.util.find_spec("tree") else ["openenv_lab/rllib
 
 os.environ.setdefault("OPENENV_LAB_SMOKE", "1")
 os.environ.setdefault("OPENENV_LAB_SOLUTIONS", "1")
+# No progress bars in tests (the kernels nbval runs would otherwise show waits; tests that check them ask).
+os.environ.setdefault("OPENENV_LAB_PROGRESS", "0")

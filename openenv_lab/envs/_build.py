@@ -54,9 +54,11 @@ class Where:
         space: str | None = None,
         token: str | bool | None = None,
         trust_remote_code: bool = False,
+        progress: bool | None = None,
     ) -> None:
         self.base_url, self.launcher, self.image = base_url, launcher, image
         self.space, self.token, self.trust_remote_code = space, token, trust_remote_code
+        self.progress = progress
 
 
 def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
@@ -155,10 +157,11 @@ def _space_launcher(adapter: Adapter, where: Where) -> tuple[Launcher, bool]:
         token = where.token if isinstance(where.token, str) else None
         if where.token is None:
             token = os.environ.get(TOKEN_VARIABLE) or None
-        return DockerServer(image=space_image(where.space), pull=True, registry_token=token), True
+        image = space_image(where.space)
+        return DockerServer(image=image, pull=True, registry_token=token, progress=where.progress), True
     if where.launcher != "embedded":
         raise ValueError("space= names the server: drop the launcher object, or space=")
-    return SpaceServer(where.space, token=where.token), False
+    return SpaceServer(where.space, token=where.token, progress=where.progress), False
 
 
 def make_launcher(adapter: Adapter, where: Where, sessions: int = 1) -> tuple[Launcher, bool]:
@@ -189,16 +192,18 @@ def make_launcher(adapter: Adapter, where: Where, sessions: int = 1) -> tuple[La
     name = adapter.server_name
     if image is not None:
         if name is None or not image.startswith("openenv-lab/"):
-            return DockerServer(image=image), True
-        return DockerServer(name, image=image, max_sessions=_room(name, sessions), **options), True
+            return DockerServer(image=image, progress=where.progress), True
+        room = _room(name, sessions)
+        return DockerServer(name, image=image, max_sessions=room, progress=where.progress, **options), True
     if name is None:
         raise ValueError(
             f"{type(adapter).__name__} has no bundled server to start: pass base_url='http://host:port' "
             "of a running OpenEnv server, or image='<an OpenEnv image>'"
         )
+    room = _room(name, sessions)
     if launcher == "docker":
-        return DockerServer(name, max_sessions=_room(name, sessions), **options), True
-    return shared_embedded_server(name, max_sessions=_room(name, sessions), **options), False
+        return DockerServer(name, max_sessions=room, progress=where.progress, **options), True
+    return shared_embedded_server(name, max_sessions=room, progress=where.progress, **options), False
 
 
 def _room(server_name: str, sessions: int) -> int | None:

@@ -67,6 +67,8 @@ class OpenEnvEnv(gym.Env):
             ``base_url``, only a token given here is sent.
         trust_remote_code: allow running a Space's image here (``space=..., launcher="docker"``); never
             asked interactively.
+        progress: show a wait for the server that lasts (a Space waking, an image downloading, a server
+            starting); by default where someone watches (a terminal or a notebook), ``False`` never.
         check_identity: refuse (`EnvironmentMismatch`) a server that reports another environment than the
             one asked for (another Atari game, another spec's environment, another task); ``False``
             allows it.
@@ -116,6 +118,7 @@ class OpenEnvEnv(gym.Env):
         space: str | None = None,
         token: str | bool | None = None,
         trust_remote_code: bool = False,
+        progress: bool | None = None,
         **adapter_options: Any,
     ) -> None:
         self._owns_launcher = False
@@ -129,7 +132,7 @@ class OpenEnvEnv(gym.Env):
             check_render_mode(self.adapter, render_mode)
         self.render_mode = render_mode
         self.adapter.check_identity = check_identity
-        where = Where(base_url, launcher, image, space, token, trust_remote_code)
+        where = Where(base_url, launcher, image, space, token, trust_remote_code, progress)
         headers = request_headers(where, headers)
         self.launcher, self._owns_launcher = make_launcher(self.adapter, where)
         self._session: Session | None = None

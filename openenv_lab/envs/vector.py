@@ -104,6 +104,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         tasks: tasks to deal out to the sub-environments (as for `OpenEnvEnv`): sub-environment ``k``
             plays tasks ``k``, ``k + num_envs``, ... in turn, one per reset (`openenv_lab.envs.tasks.spread`).
         space, token, trust_remote_code: a Hugging Face Space as the server, as for `OpenEnvEnv`.
+        progress: show a wait for the servers that lasts, as for `OpenEnvEnv`.
         on_failure: ``"raise"`` (default): a server that fails closes the env with an error naming it.
             ``"restart"``: its sub-environments end their episodes truncated (``infos["server_failed"]``
             says which, ``infos["server_error"]`` why) and go on with new sessions, on any server of the
@@ -146,6 +147,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         space: str | None = None,
         token: str | bool | None = None,
         trust_remote_code: bool = False,
+        progress: bool | None = None,
         on_failure: str = "raise",
         reconnect_within: float = 60.0,
         **adapter_options: Any,
@@ -180,7 +182,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             check_render_mode(first, render_mode)
         self.render_mode = render_mode
         self.timeouts = Timeouts.of(timeouts)
-        where = Where(base_url, launcher, image, space, token, trust_remote_code)
+        where = Where(base_url, launcher, image, space, token, trust_remote_code, progress)
         headers = request_headers(where, headers)
         self.base_urls, self._owned_launcher, started_by = server_urls(first, self.num_envs, where, base_urls)
         headers = with_launcher_headers(started_by, headers)  # e.g. a container's token

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
+from ..progress import Waiting, wait_for_call
 from ..servers import get_bundled_server
 
 __all__ = ["CONTAINER_PORT", "LABEL", "DockerServer", "build_image", "default_image", "prune"]
@@ -92,6 +93,8 @@ class DockerServer:
         pull: pull ``image`` when it is missing (e.g. a Space's image from ``registry.hf.space``), with
             ``registry_token`` as the registry password when one is given.
         startup_timeout: seconds to wait for ``/health``.
+        progress: show a download or a start that lasts (see `openenv_lab.progress`; by default where
+            someone watches: a terminal or a notebook).
 
     Example:
         >>> from openenv_lab.launch import DockerServer
@@ -115,6 +118,7 @@ class DockerServer:
         pull: bool = False,
         registry_token: str | None = None,
         startup_timeout: float = 120.0,
+        progress: bool | None = None,
         **options: Any,
     ) -> None:
         if name is None and image is None:
@@ -138,6 +142,7 @@ class DockerServer:
         self.pull = pull
         self._registry_token = registry_token
         self.startup_timeout = startup_timeout
+        self.progress = progress
         self.options = dict(options)
         self.base_url: str | None = None
         self.container: Any = None
@@ -261,7 +266,11 @@ class DockerServer:
         auth = {"username": "user", "password": self._registry_token} if self._registry_token else None
         repository, _, tag = self.image.rpartition(":")
         try:
-            client.images.pull(repository or self.image, tag=tag or "latest", auth_config=auth)
+            wait_for_call(
+                f"the image {self.image} to download",
+                lambda: client.images.pull(repository or self.image, tag=tag or "latest", auth_config=auth),
+                progress=self.progress,
+            )
         except Exception as exc:
             raise LaunchError(
                 f"Docker image {self.image!r} is not here and could not be pulled: {exc}. Without network, "
@@ -312,7 +321,15 @@ class DockerServer:
     def _wait_healthy(self, started: float) -> None:
         assert self.base_url is not None
         timeouts = Timeouts(connect=2.0, request=2.0)
+        waiting = Waiting(
+            f"the container of {self.image} to start", self.startup_timeout, progress=self.progress
+        )
+        with waiting:
+            self._poll_health(started, timeouts, waiting)
+
+    def _poll_health(self, started: float, timeouts: Timeouts, waiting: Waiting) -> None:
         while True:
+            waiting.tick(self.container.status)
             self.container.reload()
             if self.container.status in ("exited", "dead"):
                 code = self.container.attrs["State"].get("ExitCode")

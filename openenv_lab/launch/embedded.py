@@ -26,6 +26,7 @@ from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError
 from ..client.spaces import SERVER_TOKEN_VARIABLE
+from ..progress import Waiting
 from ..servers import ANNOUNCE_PREFIX, get_bundled_server
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
@@ -46,6 +47,8 @@ class EmbeddedServer:
             one up that this object does not know).
         token: the token every request must carry, wherever the server is bound (`headers` has it); it
             reaches the server through its environment, never its command line.
+        progress: show a start that lasts more than a couple of seconds (see `openenv_lab.progress`;
+            by default where someone watches: a terminal or a notebook).
         **options: the server's options (e.g. ``opponent="minimax"`` for chess).
 
     Example:
@@ -64,6 +67,7 @@ class EmbeddedServer:
         startup_timeout: float = 60.0,
         host: str = "127.0.0.1",
         token: str | None = None,
+        progress: bool | None = None,
         **options: Any,
     ) -> None:
         spec = get_bundled_server(name)
@@ -80,6 +84,7 @@ class EmbeddedServer:
         self.startup_timeout = startup_timeout
         self.host = host
         self.token = token
+        self.progress = progress
         self.base_url: str | None = None
         self._process: subprocess.Popen[str] | None = None
         self._owner_pid = os.getpid()
@@ -152,11 +157,14 @@ class EmbeddedServer:
                 daemon=True,
             )
             self._reader.start()
-            while not self._announced.wait(0.05):
-                if self._process.poll() is not None:
-                    self._fail(f"exited with status {self._process.returncode} while starting")
-                if time.monotonic() - started > self.startup_timeout:
-                    self._fail(f"did not start listening within {self.startup_timeout:g} s")
+            what = f"the embedded {self.name} server to start"
+            with Waiting(what, self.startup_timeout, progress=self.progress) as waiting:
+                while not self._announced.wait(0.05):
+                    if self._process.poll() is not None:
+                        self._fail(f"exited with status {self._process.returncode} while starting")
+                    if time.monotonic() - started > self.startup_timeout:
+                        self._fail(f"did not start listening within {self.startup_timeout:g} s")
+                    waiting.tick()
             self.base_url = self._announced_url[0]
             remaining = max(1.0, self.startup_timeout - (time.monotonic() - started))
             try:
@@ -305,15 +313,18 @@ _shared: dict[tuple[str, int | None, tuple[tuple[str, Any], ...]], EmbeddedServe
 _shared_lock = threading.Lock()
 
 
-def shared_embedded_server(name: str, *, max_sessions: int | None = None, **options: Any) -> EmbeddedServer:
-    """The process-wide embedded server for ``name`` and these options, started on first use."""
+def shared_embedded_server(
+    name: str, *, max_sessions: int | None = None, progress: bool | None = None, **options: Any
+) -> EmbeddedServer:
+    """The process-wide embedded server for ``name`` and these options, started on first use (showing a
+    start that lasts, as `EmbeddedServer`'s ``progress`` says)."""
     key = (name, max_sessions, tuple(sorted(options.items())))
     with _shared_lock:
         server = _shared.get(key)
         if server is None or not server.running:
             if server is not None:
                 server.stop()  # it died: release its pipes before starting a new one
-            server = EmbeddedServer(name, max_sessions=max_sessions, **options)
+            server = EmbeddedServer(name, max_sessions=max_sessions, progress=progress, **options)
             server.start()
             _shared[key] = server
         return server

@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from ..client import LaunchError
+from ..progress import Waiting
 from .embedded import EmbeddedServer
 
 __all__ = ["RayPlacement", "RayServer", "ServerActor"]
@@ -88,8 +89,16 @@ class RayPlacement:
     give the bundles within ``timeout`` seconds (never waits longer).
     """
 
-    def __init__(self, replicas: int, resources: dict[str, float], strategy: str, timeout: float) -> None:
+    def __init__(
+        self,
+        replicas: int,
+        resources: dict[str, float],
+        strategy: str,
+        timeout: float,
+        progress: bool | None = None,
+    ) -> None:
         self.replicas, self.resources, self.strategy, self.timeout = replicas, resources, strategy, timeout
+        self.progress = progress
         self.group: Any = None
 
     def reserve(self) -> Any:
@@ -107,9 +116,14 @@ class RayPlacement:
                 "ask for less with resources=..., or add nodes that have it"
             )
         group = placement_group([dict(self.resources)] * self.replicas, strategy=self.strategy)
-        try:
-            ray.get(group.ready(), timeout=self.timeout)
-        except ray.exceptions.GetTimeoutError:
+        what = f"Ray to place {self.replicas} bundles of {_show(self.resources)}"
+        placed = group.ready()
+        with Waiting(what, self.timeout, progress=self.progress) as waiting:
+            ready: list[Any] = []
+            while not ready and waiting.elapsed < self.timeout:
+                ready, _ = ray.wait([placed], timeout=min(0.5, max(0.0, self.timeout - waiting.elapsed)))
+                waiting.tick()
+        if not ready:
             remove_placement_group(group)
             raise LaunchError(
                 f"The Ray cluster did not give {self.replicas} bundles of {_show(self.resources)} "

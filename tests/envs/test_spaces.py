@@ -144,6 +144,37 @@ def test_a_space_that_does_not_wake_says_how_long_it_waited(space):
     assert time.monotonic() - started < 10
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("where", ["a name that does not resolve", "a refused connection"])
+def test_a_hub_that_cannot_be_reached_fails_within_the_connect_timeout_saying_so(monkeypatch, where):
+    if where == "a name that does not resolve":
+        monkeypatch.setenv(SPACE_URL_VARIABLE, "http://{subdomain}.invalid")  # RFC 2606: never resolves
+    else:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]  # nothing listens there once closed
+        monkeypatch.setenv(SPACE_URL_VARIABLE, f"http://127.0.0.1:{port}/{{subdomain}}")
+    started = time.monotonic()
+    with pytest.raises(
+        ConnectError, match=r"^The Hugging Face Hub cannot be reached from this machine: "
+    ) as error:
+        gym.make("openenv/remote", space="someone/echo_env")
+    assert time.monotonic() - started < 20  # the connect timeout (10 s), not wake_timeout (300 s)
+    assert "base_url=" in str(error.value) and 'launcher="docker"' in str(error.value)
+
+
+@pytest.mark.slow
+def test_a_waking_space_shows_its_wait_then_answers(space, capsys):
+    space.asleep_for = 3  # three 503s, two seconds apart: a wait that lasts
+    with gym.make("openenv/remote", space="someone/echo_env", token=TOKEN, progress=True) as env:
+        env.reset(seed=0)
+    shown = capsys.readouterr().err
+    assert "Waiting for the Space someone/echo_env to wake up" in shown and "HTTP 503" in shown
+    space.asleep_for = 3
+    SpaceServer("someone/echo_env", token=TOKEN).start()  # by default: nobody watches a test
+    assert capsys.readouterr().err == ""
+
+
 def test_a_missing_space_and_a_refused_token_say_so(space):
     space.missing = True
     with pytest.raises(ConnectError, match=r"not found.*or it is private and no token was sent"):
