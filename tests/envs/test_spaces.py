@@ -149,6 +149,15 @@ def test_a_space_that_does_not_wake_says_how_long_it_waited(space):
 def test_a_hub_that_cannot_be_reached_fails_within_the_connect_timeout_saying_so(monkeypatch, where):
     if where == "a name that does not resolve":
         monkeypatch.setenv(SPACE_URL_VARIABLE, "http://{subdomain}.invalid")  # RFC 2606: never resolves
+        # The resolver's answer for it, given here: no DNS query leaves this machine.
+        resolve = socket.getaddrinfo
+
+        def getaddrinfo(host, *args, **kwargs):
+            if str(host).endswith(".invalid"):
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return resolve(host, *args, **kwargs)
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     else:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
