@@ -212,6 +212,46 @@ def test_a_clear_winner_is_named_with_its_interval_and_p_value():
     assert flipped.verdict.startswith("capture beats random by 1")
 
 
+def _exact_sign_flip_p_value(differences) -> float:
+    """The sign-flip p-value by exact enumeration, for whole-number differences: the distribution of the
+    sum of +-d over every sign pattern, counted by dynamic programming instead of listing 2**n patterns."""
+    counts = {0: 1}
+    nonzero = [int(d) for d in differences if d != 0]
+    for d in nonzero:
+        following: dict[int, int] = {}
+        for total, ways in counts.items():
+            for signed in (total + d, total - d):
+                following[signed] = following.get(signed, 0) + ways
+        counts = following
+    observed = abs(sum(nonzero))
+    return sum(ways for total, ways in counts.items() if abs(total) >= observed) / 2 ** len(nonzero)
+
+
+@pytest.mark.parametrize(
+    ("differences", "winner"),
+    [
+        # 24 pairs differ (two more are ties): past the 16 enumerated exactly, so p is sampled; exact 0.0136.
+        ([3, 1, 2, -1, 2, 1, 2, 3, 1, 1, -1, 2, 1, -3, 2, 1, 1, 1, 2, 1, -1, 1, 0, 0, 1, -2], True),
+        # 22 pairs differ, no winner: exact 0.694.
+        ([1, -1, 2, -2, 1, 1, -1, 3, -2, 1, -1, 2, -3, 1, 1, -1, 2, -1, 1, -2, 1, 1], False),
+    ],
+)
+def test_past_sixteen_differing_pairs_the_sampled_p_value_matches_the_exact_one(differences, winner):
+    """Guards the sampled branch of the sign-flip test (mutation: always p = 1.0, or a sampler that
+    ignores the signs): with 20,000 draws its p-value is within four standard errors of the exact one,
+    and the verdict names a winner exactly when the exact test does."""
+    exact = _exact_sign_flip_p_value(differences)
+    a = evaluation({seed: 10.0 + d for seed, d in enumerate(differences)}, policy="capture")
+    b = evaluation(dict.fromkeys(range(len(differences)), 10.0), policy="random")
+    result = openenv_lab.compare(a, b)
+    error = np.sqrt(exact * (1 - exact) / 20_000)
+    assert abs(result.p_value - exact) < 4 * error + 1e-12, (result.p_value, exact)
+    assert (exact < 0.05) == winner
+    assert result.verdict.startswith("capture beats random by") == winner, result.verdict
+    if not winner:
+        assert result.verdict.startswith("No difference detectable")
+
+
 def test_no_detectable_difference_says_how_many_episodes_would_be_needed():
     rng = np.random.default_rng(3)
     noise = rng.normal(0.0, 1.0, size=30)
