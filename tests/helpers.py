@@ -13,6 +13,24 @@ from collections.abc import Callable
 import psutil
 
 
+def require_stockfish() -> str:
+    """Stockfish's path; without it the calling test is skipped, saying so, or fails where it must be
+    there (``OPENENV_LAB_REQUIRE_STOCKFISH=1``: ``.ci/run`` installs Debian's package and sets it)."""
+    import os
+
+    import pytest
+
+    from openenv_lab.servers.chess_opponents import find_stockfish
+
+    found = find_stockfish()
+    if found is not None:
+        return found
+    reason = "Stockfish is not installed (apt install stockfish)"
+    if os.environ.get("OPENENV_LAB_REQUIRE_STOCKFISH") == "1":
+        pytest.fail(f"{reason}; OPENENV_LAB_REQUIRE_STOCKFISH=1 says this machine has it")
+    pytest.skip(reason)
+
+
 def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.05) -> bool:
     """Poll ``predicate`` until it is true or ``timeout`` passes (for process lifetimes, not speed)."""
     deadline = time.monotonic() + timeout

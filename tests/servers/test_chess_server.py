@@ -8,7 +8,8 @@ import chess
 import pytest
 
 from openenv_lab.servers.chess import ChessAction, ChessEnvironment
-from openenv_lab.servers.chess_opponents import find_stockfish, make_opponent
+from openenv_lab.servers.chess_opponents import make_opponent
+from tests.helpers import require_stockfish
 
 
 def play_random_game(env: ChessEnvironment, seed: int, **reset_options) -> list[str]:
@@ -263,8 +264,8 @@ def test_minimax_sees_the_recapture_that_greedy_walks_into():
     assert make_opponent("minimax", depth=2).choose(board, random.Random(0)).uci() != "d1d6"
 
 
-@pytest.mark.skipif(find_stockfish() is None, reason="Stockfish is not installed (apt install stockfish)")
 def test_stockfish_opponent_plays_and_is_closed():
+    require_stockfish()
     env = ChessEnvironment(opponent="stockfish", opponent_depth=1, agent_color="white")
     obs = env.reset(seed=0)
     obs = env.step(ChessAction(move="f2f3"))
@@ -310,3 +311,13 @@ def test_a_failing_opponent_takes_the_agents_move_back():
 def test_search_depth_is_capped():
     with pytest.raises(ValueError, match="at most 4"):
         ChessEnvironment().reset(opponent="minimax", opponent_depth=9)
+
+
+def test_without_stockfish_its_tests_skip_unless_the_machine_must_have_it(monkeypatch):
+    monkeypatch.setattr("openenv_lab.servers.chess_opponents.find_stockfish", lambda: None)
+    monkeypatch.setenv("OPENENV_LAB_REQUIRE_STOCKFISH", "1")  # .ci/run, where apt-get installs it
+    with pytest.raises(pytest.fail.Exception, match="OPENENV_LAB_REQUIRE_STOCKFISH=1"):
+        require_stockfish()
+    monkeypatch.delenv("OPENENV_LAB_REQUIRE_STOCKFISH")
+    with pytest.raises(pytest.skip.Exception, match="Stockfish is not installed"):
+        require_stockfish()

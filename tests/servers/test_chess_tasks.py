@@ -9,8 +9,8 @@ import pytest
 
 from openenv_lab.client import Client, ServerError
 from openenv_lab.servers.chess import ChessAction, ChessEnvironment
-from openenv_lab.servers.chess_opponents import find_stockfish
 from openenv_lab.servers.chess_tasks import SPLITS, TASKS, mate_in, mates_exactly_in, solutions
+from tests.helpers import require_stockfish
 
 ALL = [task for split in SPLITS.values() for task in TASKS.list_tasks(split)]
 
@@ -53,12 +53,11 @@ def test_solver_on_positions_known_by_hand():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(find_stockfish() is None, reason="Stockfish is not installed (apt install stockfish)")
 def test_stockfish_agrees_on_the_depth_of_a_sample_of_tasks():
     # Stockfish's mate search ("go mate n") reports the shortest mate it finds within n moves: n itself
     # for a task (a fixed-depth search may report a longer mate than the shortest, so it is not used).
     sample = ALL[::10]
-    with chess.engine.SimpleEngine.popen_uci(find_stockfish()) as engine:
+    with chess.engine.SimpleEngine.popen_uci(require_stockfish()) as engine:
         engine.configure({"Threads": 1})
         for task in sample:
             limit = chess.engine.Limit(mate=task["mate_in"], time=10)
