@@ -269,3 +269,21 @@ def nim(nim_url) -> Iterator[gym.Env]:
 def test_nim_policy_mistakes_are_named(nim, answer, hint):
     with pytest.raises(NotYetRight, match=hint):
         check.nim_policy(answer, nim)
+
+
+def test_the_nim_specs_mask_follows_the_pile_on_every_step_of_whole_games(nim):
+    """Guards `GenericAdapter`'s mask from a Spec's ``legal_actions`` (mutation: a mask of all ones): on
+    every step of whole games, mid-game included, taking n is legal exactly when n stones are left."""
+    nim.action_space.seed(0)
+    narrowed = 0
+    for seed in range(12):
+        obs, info = nim.reset(seed=seed)
+        done = False
+        while not done:
+            assert list(obs["action_mask"]) == [int(n <= obs["pile"]) for n in (1, 2, 3)], obs
+            assert list(obs["action_mask"]) == [int(n in info["legal_actions"]) for n in (1, 2, 3)]
+            narrowed += int(not obs["action_mask"].all())
+            action = nim.action_space.sample(mask=obs["action_mask"].astype(np.int8))
+            obs, _, terminated, truncated, info = nim.step(action)
+            done = terminated or truncated
+    assert narrowed > 0  # piles of one or two stones came up: the mask had something to rule out

@@ -69,6 +69,14 @@ def policy(env: gym.Env, obs: Any, masked: bool) -> Any:
     return env.action_space.sample()
 
 
+def mask_of_the_servers_list(env: gym.Env, info: dict[str, Any]) -> np.ndarray:
+    """The mask the server's own ``legal_actions`` (as ``info`` carries it, unread by the adapter's mask)
+    says: action ``i`` is legal when the value it sends is listed."""
+    listed = {str(value) for value in info["legal_actions"]}
+    adapter = env.unwrapped.adapter
+    return np.array([adapter.describe_action(i) in listed for i in range(env.action_space.n)], dtype=np.int8)
+
+
 def record_row(name: str, row: dict[str, Any]) -> None:
     target = os.environ.get("OPENENV_LAB_COMPATIBILITY_JSON")
     if not target:
@@ -101,16 +109,25 @@ def test_an_official_environment_plays_through_openenv_remote(name):
         assert env.observation_space.contains(obs)
         episodes, steps, started = 0, 0, time.perf_counter()
         limit = 50 if "episodes" in expected else None
+        narrowed = 0  # steps whose mask ruled something out (a full column, a wall)
         while (episodes < 20) if limit is None else (steps < limit):
             obs, reward, terminated, truncated, info = env.step(policy(env, obs, expected["masked"]))
             steps += 1
             assert env.observation_space.contains(obs) and np.isfinite(reward)
+            if expected["masked"] and not (terminated or truncated):
+                # Guards the Spec's mask (mutation: a mask of all ones) on every step of whole games.
+                np.testing.assert_array_equal(obs["action_mask"], mask_of_the_servers_list(env, info))
+                if name == "connect4_env":  # and the board's own word: a column is open while its top is
+                    np.testing.assert_array_equal(obs["action_mask"], obs["board"][0] == 0)
+                narrowed += int(not obs["action_mask"].all())
             if name == "echo_env":
                 assert info["tool_error"] is None and info["tool_result"] is not None
             if terminated or truncated:
                 episodes += 1
                 obs, _ = env.reset(options=options)
         rate = steps / (time.perf_counter() - started)
+        if expected["masked"]:
+            assert narrowed > 0, f"no step of {episodes} games ruled an action out: the mask went untested"
 
         try:
             check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)  # one session only
