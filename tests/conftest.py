@@ -96,6 +96,14 @@ def framework_kitchen() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def framework_liar() -> Iterator[str]:
+    """A server that breaks what the report card checks (tests/peers/framework_app.py)."""
+    server = FrameworkServer("liar", max_sessions=8)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def framework_parrot() -> Iterator[str]:
     """A server that echoes long input back, longer, as TextArena's games do."""
     server = FrameworkServer("parrot", max_sessions=2)

@@ -1,5 +1,10 @@
 """openenv_lab.check and ``openenv-lab check``: the report card passes what is right and fails what is not,
-on our servers, on official ones, and on a server that cannot replay a seed."""
+on our servers, on official ones, on a server that cannot replay a seed, and on one built to break the
+other checks.
+
+Each failing branch is seen failing (mutations these tests guard: the observation schema check always
+passing, episodes both terminated and truncated not failed, a step after the end accepted not warned
+about, a failed ``check_env`` reported as a pass, the command line exiting 0 on a failed card)."""
 
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ def test_our_echo_server_passes_every_check():
     assert "all checks passed" in str(card) and "✓ determinism" in str(card)
 
 
-def test_rewards_outside_the_declared_range_fail(chess_url):
+def test_rewards_outside_the_declared_range_fail():
     card = openenv_lab.check("echo", validate=False, reward_range=(0.0, 1.0), max_steps=3, **QUICK)
     assert not card.passed and card["reward range"].status == "fail"
     assert "outside the declared +0 to +1" in card["reward range"].detail
@@ -68,7 +73,35 @@ def test_a_server_whose_episodes_never_replay_fails_determinism(framework_dice):
     assert card.env_id == "openenv/remote" and card.base_url == framework_dice
     assert card["determinism"].status == "fail"
     assert "different episodes" in card["determinism"].detail
+    assert card["gymnasium check_env"].status == "fail"  # its reset(seed=) does not replay either
+    assert "non-deterministic" in card["gymnasium check_env"].detail
     assert not card.passed
+
+
+def test_a_server_that_breaks_its_schema_and_plays_on_after_the_end_fails_and_the_cli_exits_one(
+    framework_liar, capsys
+):
+    code = main(["check", framework_liar, "--json", "--episodes", "2", "--steps", "5", "--no-validate"])
+    card = json.loads(capsys.readouterr().out)
+    checks = {c["name"]: c for c in card["checks"]}
+    assert checks["observation schema"]["status"] == "fail"
+    assert (
+        "count" in checks["observation schema"]["detail"] and "-1" in checks["observation schema"]["detail"]
+    )
+    assert checks["episode endings"]["status"] == "warn"
+    assert "a step after the end was accepted as if the game went on" in checks["episode endings"]["detail"]
+    assert card["passed"] is False and code == 1
+
+
+def test_episodes_both_terminated_and_truncated_fail_the_endings_check():
+    from openenv_lab.report_card import _endings
+
+    # No adapter of ours ends an episode both ways (GenericAdapter reads truncation from the metadata), so
+    # the rule itself is checked on the endings a third-party adapter could report.
+    check = _endings([(True, True), (True, False)], "refused (EXECUTION_ERROR)", max_steps=10)
+    assert check.status == "fail" and check.detail.startswith("1 episodes were terminated and truncated")
+    fine = _endings([(True, False), (False, True)], "refused (EXECUTION_ERROR)", max_steps=10)
+    assert fine.status == "pass"
 
 
 @pytest.mark.slow

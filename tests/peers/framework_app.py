@@ -14,6 +14,8 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``dice``: ignores seeds, and rolls a die of its own at every reset and step: no episode replays.
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
+- ``liar``: breaks what the report card checks: an observation outside its own schema (a count the schema
+  says is never negative), and steps after the end of an episode accepted as if it went on.
 - ``parrot``: echoes the player's message, wrapped, into a list of messages, as TextArena's games do:
   its text fields have no ``maxLength``, and what comes back is longer than what went in.
 """
@@ -193,6 +195,41 @@ class DiceEnvironment(Environment):
         return self._state
 
 
+class LiarAction(Action):
+    move: int = Field(..., ge=0, le=1)
+
+
+class LiarObservation(Observation):
+    count: int = Field(0, ge=0, description="never negative, the schema says")
+
+
+class LiarEnvironment(Environment):
+    """Three steps an episode; the last observation's count breaks the schema (pydantic does not check
+    assignments), and a step after the end is answered as if the episode went on."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> LiarObservation:
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return LiarObservation(count=0, reward=0.0, done=False, metadata={"seed": seed})
+
+    def step(self, action: LiarAction, timeout_s: float | None = None, **kwargs: Any) -> LiarObservation:
+        self._state.step_count += 1
+        done = self._state.step_count == 3  # and after the end: not done, as if it went on
+        observation = LiarObservation(count=self._state.step_count, reward=0.0, done=done)
+        if done:
+            observation.count = -1  # outside the schema's ge=0
+        return observation
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 class ParrotAction(Action):
     message: str
 
@@ -242,6 +279,7 @@ class ParrotEnvironment(Environment):
 
 
 ENVS = {
+    "liar": (LiarEnvironment, LiarAction, LiarObservation),
     "parrot": (ParrotEnvironment, ParrotAction, ParrotObservation),
     "counter": (CounterEnvironment, CounterAction, CounterObservation),
     "kitchen": (KitchenEnvironment, KitchenAction, KitchenObservation),
