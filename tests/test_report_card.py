@@ -82,7 +82,9 @@ def test_a_server_that_breaks_its_schema_and_plays_on_after_the_end_fails_and_th
     framework_liar, capsys
 ):
     code = main(["check", framework_liar, "--json", "--episodes", "2", "--steps", "5", "--no-validate"])
-    card = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    assert said.out.strip(), said.err[-2000:]
+    card = json.loads(said.out)
     checks = {c["name"]: c for c in card["checks"]}
     assert checks["observation schema"]["status"] == "fail"
     assert (

@@ -200,12 +200,13 @@ class LiarAction(Action):
 
 
 class LiarObservation(Observation):
-    count: int = Field(0, ge=0, description="never negative, the schema says")
+    # The published schema says "minimum": 0; the model itself does not hold the server to it.
+    count: int = Field(0, json_schema_extra={"minimum": 0}, description="never negative, the schema says")
 
 
 class LiarEnvironment(Environment):
-    """Three steps an episode; the last observation's count breaks the schema (pydantic does not check
-    assignments), and a step after the end is answered as if the episode went on."""
+    """Three steps an episode; the last observation's count breaks the published schema, and a step after
+    the end is answered as if the episode went on."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -220,10 +221,8 @@ class LiarEnvironment(Environment):
     def step(self, action: LiarAction, timeout_s: float | None = None, **kwargs: Any) -> LiarObservation:
         self._state.step_count += 1
         done = self._state.step_count == 3  # and after the end: not done, as if it went on
-        observation = LiarObservation(count=self._state.step_count, reward=0.0, done=done)
-        if done:
-            observation.count = -1  # outside the schema's ge=0
-        return observation
+        count = -1 if done else self._state.step_count  # -1: outside the published "minimum": 0
+        return LiarObservation(count=count, reward=0.0, done=done)
 
     @property
     def state(self) -> State:
