@@ -77,7 +77,8 @@ class Spec:
                 f"Spec {self.name!r}: actions must be a count or a list of values, got {actions!r}"
             )
         if isinstance(actions, (int, np.integer)) and (isinstance(actions, bool) or actions < 1):
-            raise ValueError(f"Spec {self.name!r}: actions must be a positive count, got {actions!r}")
+            shown = actions if isinstance(actions, bool) else int(actions)  # not numpy's "np.int64(0)"
+            raise ValueError(f"Spec {self.name!r}: actions must be a positive count, got {shown!r}")
         if isinstance(actions, (str, bytes)):
             raise ValueError(f"Spec {self.name!r}: actions must be a count or a list of values, not text")
 
