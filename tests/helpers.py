@@ -124,3 +124,35 @@ def tiny_chat_model(corpus: list[str], *, width: int = 64, layers: int = 2) -> t
         tie_word_embeddings=True,
     )
     return tokenizer, Qwen2ForCausalLM(config)
+
+
+def script_chat_model(
+    tokenizer: object,
+    model: object,
+    prompts: list[list[dict]],
+    completion: str,
+    *,
+    tools: list | None = None,
+    steps: int = 200,
+) -> None:
+    """Teach ``model`` (a `tiny_chat_model`) to answer each of ``prompts`` (chats, rendered with ``tools``
+    as the trainer renders them) with ``completion``: a scripted model for smoke runs that must see the
+    model act (a tool call, say), fitted here in seconds."""
+    import torch
+
+    batches = []
+    for messages in prompts:
+        prompt = tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, add_generation_prompt=True
+        )
+        ids = tokenizer(prompt + completion + tokenizer.eos_token, return_tensors="pt").input_ids
+        labels = ids.clone()
+        labels[:, : len(tokenizer(prompt).input_ids)] = -100  # learn the answer, not the question
+        batches.append((ids, labels))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(steps):
+        ids, labels = batches[step % len(batches)]
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()

@@ -21,7 +21,7 @@ from openenv_lab.launch import EmbeddedServer
 from openenv_lab.record import load_trajectory
 from openenv_lab.trl import EpisodeOver, environment_factory
 from tests.conformance import OfficialServer
-from tests.helpers import tiny_chat_model
+from tests.helpers import script_chat_model, tiny_chat_model
 
 SCHOLAR = "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5Q2/PPPP1PPP/RNB1K1NR w KQkq - 4 4"  # f3f7 mates
 
@@ -184,24 +184,31 @@ def test_each_instance_records_its_episodes_for_the_viewer(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment():
+    """Guards the rollout's path from a model's tool call to its reward (mutations: the tool never
+    reaching the server, every rollout scored as failed): a model scripted to call ``move`` plays its
+    move in every rollout, and the rewards logged are the games', not the failure value."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    Chess = environment_factory("openenv/chess", opponent="random", agent_color="white", sessions=4)
+    failed = -1.0
+    Chess = environment_factory(
+        "openenv/chess", opponent="random", agent_color="white", sessions=4, failed_reward=failed
+    )
+    ask = "Play a move with the move tool."
     probe = Chess()
-    corpus = [probe.reset(seed=0), "Play a move with the move tool."]
+    positions = [probe.reset(seed=i) for i in range(4)]  # what TRL appends to each row's prompt
+    tokenizer, model = tiny_chat_model([*positions, ask], width=32, layers=1)
+    call = '<tool_call>\n{"name": "move", "arguments": {"move": "e2e4"}}\n</tool_call>'
+    chats = [[{"role": "user", "content": ask + position}] for position in positions]
+    script_chat_model(tokenizer, model, chats, call, tools=[probe.move])
     probe.close()
-    tokenizer, model = tiny_chat_model(corpus, width=32, layers=1)
-    rows = [
-        {"prompt": [{"role": "user", "content": "Play a move with the move tool."}], "seed": i}
-        for i in range(4)
-    ]
+    rows = [{"prompt": [{"role": "user", "content": ask}], "seed": i} for i in range(4)]
     args = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="grpo-trl-test-"),
         max_steps=2,
         per_device_train_batch_size=4,
         num_generations=4,
-        max_completion_length=8,
+        max_completion_length=48,  # the scripted tool call, the position that comes back, and more
         learning_rate=1e-3,
         logging_steps=1,
         use_cpu=True,
@@ -223,8 +230,10 @@ def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment():
     logged = [entry for entry in trainer.state.log_history if "reward" in entry]
     assert len(logged) == 2
     assert curve.steps == [1, 2] and curve.returns == [entry["reward"] for entry in logged]  # drawn live
+    assert all(entry["reward"] != failed for entry in logged)  # the games' scores, not the failure value
     for environment in trainer._environment_pool[None]:
-        assert environment.transcript["call"].to_list().count("reset") >= 1
+        calls = environment.transcript["call"].to_list()
+        assert calls.count("reset") >= 1 and "move" in calls, calls  # the model's tool call was played
         environment.close()
 
 
