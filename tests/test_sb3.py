@@ -8,6 +8,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
@@ -63,8 +64,12 @@ def test_maskable_ppo_trains_on_chess_through_env_method_action_masks():
         assert masks.shape == (2, 4672) and masks.any(axis=1).all()
         assert venv.has_attr("action_masks") and len(venv.get_attr("action_masks", indices=[1])) == 1
         model = MaskablePPO("MultiInputPolicy", venv, n_steps=8, batch_size=16, n_epochs=1, verbose=0)
+        before = [parameter.detach().clone() for parameter in model.policy.parameters()]
         model.learn(16)
         assert model.num_timesteps >= 16
+        # It learned from what it played (mutation guarded: learn() that never updates the policy).
+        after = list(model.policy.parameters())
+        assert any(not torch.equal(old, new) for old, new in zip(before, after, strict=True))
     finally:
         venv.close()
 

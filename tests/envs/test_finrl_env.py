@@ -117,11 +117,17 @@ def test_unknown_split_is_a_server_error(finrl):
 
 @pytest.mark.slow
 def test_stable_baselines3_ppo_trains_on_it():
+    import torch
     from stable_baselines3 import PPO
 
     env = gym.make("openenv/finrl")
     model = PPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
+    before = [parameter.detach().clone() for parameter in model.policy.parameters()]
     model.learn(total_timesteps=256)
+    # It learned from rewards that say something (mutations guarded: a constant reward, no update).
+    assert np.ptp(model.rollout_buffer.rewards) > 0
+    after = list(model.policy.parameters())
+    assert any(not torch.equal(old, new) for old, new in zip(before, after, strict=True))
     obs, _ = env.reset(seed=0, options={"split": "trade"})
     action, _ = model.predict(obs, deterministic=True)
     assert action.shape == (5,) and env.action_space.contains(action.astype(np.float32))
