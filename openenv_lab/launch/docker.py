@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
-from ..progress import Waiting, wait_for_call
+from ..progress import Waiting, progress_wanted, wait_for_call
 from ..servers import get_bundled_server
 
 __all__ = ["CONTAINER_PORT", "LABEL", "DockerServer", "build_image", "default_image", "prune"]
@@ -260,7 +260,7 @@ class DockerServer:
                 f"`openenv-lab docker build {self.name}` (add --base-image IMG without registry access), "
                 "or pass build=True to build it now."
             )
-        build_image(self.name, tag=self.image)
+        build_image(self.name, tag=self.image, progress=print if progress_wanted(self.progress) else None)
 
     def _pull(self, client: Any) -> None:
         auth = {"username": "user", "password": self._registry_token} if self._registry_token else None

@@ -299,13 +299,14 @@ def test_atari_vector_env_in_one_container(engine, atari_image):
 def test_finrl_built_on_first_use_and_a_server_with_room_for_n_sessions(
     engine, atari_image, monkeypatch, capsys
 ):
-    """``build=True`` builds the missing image with progress (cheaply: the install layer is shared)."""
+    """``build=True`` builds the missing image, with progress when asked (cheaply: the install layer is
+    shared)."""
     tag = default_image("finrl")
     with contextlib.suppress(Exception):
         engine.images.remove(tag, force=True)
     if BASE_IMAGE is not None:
         monkeypatch.setenv("OPENENV_LAB_DOCKER_BASE_IMAGE", BASE_IMAGE)
-    with DockerServer("finrl", build=True, max_sessions=2) as server:
+    with DockerServer("finrl", build=True, max_sessions=2, progress=True) as server:
         out = capsys.readouterr().out
         assert "[1/2] gathering wheels" in out and f"Successfully tagged {tag}" in out
         assert "Using cache" in out
