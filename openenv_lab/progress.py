@@ -72,11 +72,11 @@ class Waiting:
         *,
         progress: bool | None = None,
         stream: IO[str] | None = None,
-        quiet_for: float = QUIET_SECONDS,
+        quiet_for: float | None = None,
         bar: bool | None = None,
     ) -> None:
         self.what, self.limit, self.stream = what, limit, stream
-        self.quiet_for = quiet_for
+        self.quiet_for = QUIET_SECONDS if quiet_for is None else quiet_for
         self.shown = progress_wanted(progress, stream)
         self._bar_wanted = bar
         self._bar: Any = None

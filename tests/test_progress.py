@@ -74,3 +74,54 @@ def test_a_blocking_call_waited_for_gives_its_result_or_its_error():
         assert str(exc) == "no such image"
     else:
         raise AssertionError("the call's error was lost")
+
+
+# ---------------------------------------------------------------- the launchers' waits, end to end
+# Real servers with the quiet spell set to zero, so a start of any length shows (a start slower than
+# usual cannot be ordered on a shared machine); stderr is what a terminal would show.
+
+
+def test_an_embedded_server_shows_its_start_and_is_silent_when_asked(monkeypatch, capsys):
+    from openenv_lab import progress
+    from openenv_lab.launch import EmbeddedServer
+
+    monkeypatch.setattr(progress, "QUIET_SECONDS", 0.0)
+    with EmbeddedServer("echo", progress=True):
+        pass
+    assert "Waiting for the embedded echo server to start" in capsys.readouterr().err
+    with EmbeddedServer("echo", progress=False):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_a_local_fleet_shows_one_wait_for_all_its_replicas(monkeypatch, capsys):
+    import openenv_lab
+    from openenv_lab import progress
+
+    monkeypatch.setattr(progress, "QUIET_SECONDS", 0.0)
+    with openenv_lab.serve("echo", replicas=2, progress=True) as fleet:
+        assert len(fleet.urls) == 2
+    shown = capsys.readouterr().err
+    assert "Waiting for 2 echo servers to start" in shown
+    assert "embedded echo server" not in shown, "the replicas' own waits are the fleet's one line"
+    with openenv_lab.serve("echo", replicas=2, progress=False):
+        pass
+    assert capsys.readouterr().err == ""
+
+
+def test_an_image_download_shows_its_wait(monkeypatch, capsys):
+    """The Docker SDK's pull gives no news while it runs: the wait around it shows (a stand-in engine
+    whose pull takes half a second: the tests reach no registry)."""
+    import time
+
+    from openenv_lab import progress
+    from openenv_lab.launch import DockerServer
+
+    class Images:
+        def pull(self, repository: str, tag: str, auth_config: object) -> None:
+            time.sleep(0.5)
+
+    monkeypatch.setattr(progress, "QUIET_SECONDS", 0.0)
+    DockerServer(image="someone/env:1", progress=True)._pull(types.SimpleNamespace(images=Images()))
+    shown = capsys.readouterr().err
+    assert "Waiting for the image someone/env:1 to download" in shown

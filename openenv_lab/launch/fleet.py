@@ -17,11 +17,12 @@ import secrets
 import threading
 import warnings
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
+from ..progress import Waiting
 from .embedded import EmbeddedServer
 
 __all__ = ["Crash", "Fleet", "fleet_of", "serve"]
@@ -57,6 +58,9 @@ class Fleet:
         strategy: the Ray placement strategy of the replicas' bundles (default ``"SPREAD"``: on as many
             nodes as can take them; ``"STRICT_SPREAD"``: each on its own node; ``"PACK"``); Ray only.
         placement_timeout: seconds to wait for the cluster to give the bundles; Ray only.
+        progress: show a start that lasts (the bundles being placed, the replicas starting) as one
+            progress line for the whole fleet (see `openenv_lab.progress`; by default where someone
+            watches).
         **options: the server's options, the same for every replica.
 
     Example:
@@ -83,6 +87,7 @@ class Fleet:
         resources: dict[str, float] | None = None,
         strategy: str = "SPREAD",
         placement_timeout: float = 60.0,
+        progress: bool | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
@@ -97,10 +102,18 @@ class Fleet:
         self.engine = engine
         self.restart = restart
         self.watch_interval = watch_interval
-        # Validates the name and options before anything starts.
+        self.progress = progress
+        self.startup_timeout = startup_timeout
+        # Each replica is silent: the fleet shows one wait for all of them (`start`). Validates the name
+        # and options before anything starts.
         self.servers: list[Any] = [
             EmbeddedServer(
-                name, max_sessions=max_sessions, startup_timeout=startup_timeout, token=token, **options
+                name,
+                max_sessions=max_sessions,
+                startup_timeout=startup_timeout,
+                token=token,
+                progress=False,
+                **options,
             )
             for _ in range(replicas)
         ]
@@ -110,7 +123,7 @@ class Fleet:
 
             self.token: str | None = token or secrets.token_urlsafe(24)
             wanted = {"CPU": 1.0} if resources is None else _resources(resources)
-            self.placement = RayPlacement(replicas, wanted, strategy, placement_timeout)
+            self.placement = RayPlacement(replicas, wanted, strategy, placement_timeout, progress)
             self.servers = [
                 RayServer(
                     name,
@@ -140,8 +153,19 @@ class Fleet:
         self._stopping.clear()
         if self.placement is not None and self.placement.group is None:
             self.placement.reserve()  # a LaunchError naming what the cluster lacks, before any wait
-        with ThreadPoolExecutor(max_workers=len(self.servers)) as pool:
+        count = len(self.servers)
+        limit = self.startup_timeout + (30 if self.engine == "ray" else 0)
+        what = f"{count} {self.name} server{'s' if count > 1 else ''} to start" + (
+            " on Ray" if self.engine == "ray" else ""
+        )
+        with ThreadPoolExecutor(max_workers=count) as pool:
             futures = [pool.submit(server.start) for server in self.servers]
+            with Waiting(what, limit, progress=self.progress) as waiting:
+                while True:
+                    done, _ = wait(futures, timeout=0.25)
+                    if len(done) == count:
+                        break
+                    waiting.tick(f"{sum(f.exception() is None for f in done)} of {count} healthy")
             errors = [(i, f.exception()) for i, f in enumerate(futures) if f.exception() is not None]
         if errors:
             self.stop()

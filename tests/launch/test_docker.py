@@ -154,11 +154,15 @@ def test_limits_environment_and_server_options(engine, chess_image):
     assert not containers(engine, id=container_id)
 
 
-def test_any_openenv_image_through_openenv_remote(engine, chess_image):
+def test_any_openenv_image_through_openenv_remote(engine, chess_image, monkeypatch, capsys):
+    from openenv_lab import progress
+
+    monkeypatch.setattr(progress, "QUIET_SECONDS", 0.0)  # any start shows its wait
     engine.images.get(chess_image).tag("someone/chess-env", "latest")
     try:
-        env = gym.make("openenv/remote", image="someone/chess-env:latest")
+        env = gym.make("openenv/remote", image="someone/chess-env:latest", progress=True)
         try:
+            assert "Waiting for the container of someone/chess-env:latest to start" in capsys.readouterr().err
             assert "legal_moves" in env.observation_space.spaces
             obs, _ = env.reset(seed=0)
             assert obs["legal_moves"]

@@ -73,6 +73,17 @@ def test_replicas_on_different_nodes_each_bound_to_its_nodes_address(cluster):
         envs.close()
 
 
+def test_placing_and_starting_replicas_show_their_waits(cluster, monkeypatch, capsys):
+    from openenv_lab import progress
+
+    monkeypatch.setattr(progress, "QUIET_SECONDS", 0.0)  # any wait shows
+    with openenv_lab.serve("echo", replicas=2, engine="ray", progress=True):
+        pass
+    shown = capsys.readouterr().err
+    assert "Waiting for Ray to place 2 bundles of {CPU: 1}" in shown, shown
+    assert "Waiting for 2 echo servers to start on Ray" in shown, shown
+
+
 def test_requests_without_the_fleets_token_are_refused(cluster, monkeypatch):
     monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
     with openenv_lab.serve("echo", replicas=1, engine="ray") as fleet:
