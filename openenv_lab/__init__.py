@@ -12,8 +12,9 @@ The layers, each knowing only the one below it (see ARCHITECTURE.md): `openenv_l
 server runs) and `openenv_lab.servers` (our own OpenEnv environments).
 """
 
-import importlib
-from typing import Any
+import importlib as _importlib
+from types import ModuleType as _ModuleType
+from typing import Any as _Any
 
 from .adapters import Adapter, ChessAdapter, GenericAdapter, Spec
 from .bench import BenchReport, bench
@@ -35,11 +36,12 @@ from .client import (
     Timeouts,
     TransportError,
 )
-from .envs import OpenEnvEnv, OpenEnvVectorEnv, register_envs
+from .envs import OpenEnvEnv, OpenEnvVectorEnv
+from .envs import register_envs as _register_envs
 from .launch import DockerServer, EmbeddedServer, Fleet, RemoteServer, serve
 from .version import __version__
 
-register_envs()
+_register_envs()
 
 # Recording (polars) and widgets (ipywidgets, matplotlib) load on first use: `import openenv_lab` stays
 # light for server processes and scripts that only step environments.
@@ -60,12 +62,18 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(_importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'openenv_lab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """What `__all__` documents (lazy names included) and the subpackages, nothing imported for ourselves."""
+    modules = {name for name, value in globals().items() if isinstance(value, _ModuleType)}
+    return sorted(set(__all__) | {name for name in modules if not name.startswith("_")})
 
 
 __all__ = [

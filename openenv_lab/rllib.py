@@ -53,7 +53,7 @@ except ImportError as exc:  # an optional extra: say how to get it
 __all__ = ["MASK_KEY", "RUNTIME_ENV", "MaskedPPOTorchRLModule"]
 
 #: Ray's runtime environment whose workers register our ids when they start.
-RUNTIME_ENV: dict[str, Any] = {"worker_process_setup_hook": "openenv_lab.register_envs"}
+RUNTIME_ENV: dict[str, Any] = {"worker_process_setup_hook": "openenv_lab.envs.register_envs"}
 
 #: The observation part that says which actions are legal.
 MASK_KEY = "action_mask"

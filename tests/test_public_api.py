@@ -72,3 +72,24 @@ def test_a_module_of_an_extra_that_is_not_installed_says_what_to_install(module,
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 1
     assert out.stderr.strip().splitlines()[-1].startswith(f"ImportError: {module} {says}"), out.stderr[-2000:]
+
+
+def test_the_namespace_is_what_the_readme_documents_and_nothing_imported_for_ourselves():
+    import importlib.util
+    import pathlib
+    import re
+    import types
+
+    shown = {name for name in dir(openenv_lab) if not name.startswith("_")}
+    modules = {name for name in shown if isinstance(getattr(openenv_lab, name), types.ModuleType)}
+    assert shown - modules == set(openenv_lab.__all__) - {"__version__"}
+    for stray in ("Any", "importlib", "register_envs"):
+        assert not hasattr(openenv_lab, stray), f"openenv_lab.{stray} is ours, not the user's"
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    for name in set(re.findall(r"openenv_lab\.(\w+)", readme)):
+        found = name in shown or importlib.util.find_spec(f"openenv_lab.{name}") is not None  # sb3, trl
+        assert found, f"the README uses openenv_lab.{name}, which is neither in dir(openenv_lab) nor a module"
+    for name in openenv_lab.__all__:
+        if name != "__version__" and not isinstance(getattr(openenv_lab, name), types.ModuleType):
+            named = re.search(rf"\b{name}\b", readme)
+            assert named, f"openenv_lab.{name} is public but the README never names it"
