@@ -6,6 +6,9 @@ gets ``401`` with a JSON error and a WebSocket is refused before any session ope
 ``--token``, else ``$OPENENV_LAB_TOKEN``, else is generated and printed with the server's address. A
 server on loopback (the default) needs none unless given one with ``--token``. ``--no-token`` serves
 everyone, for a server behind a proxy that does its own checks (a public Hugging Face Space).
+
+``GET /health`` answers without the token: load balancers and Docker or Kubernetes probes
+call it bare, and it says only that the server is up. Every other route needs the token.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class TokenGate:
             await send({"type": "websocket.close", "code": 1008})  # refused before accepting: HTTP 403
 
     def _allowed(self, scope: dict[str, Any]) -> bool:
+        if scope["type"] == "http" and scope.get("path") == "/health" and scope.get("method") == "GET":
+            return True  # probes call it bare
         for name, value in scope.get("headers", []):
             if name == b"authorization":
                 return hmac.compare_digest(value, self._expected)

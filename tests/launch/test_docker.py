@@ -125,7 +125,7 @@ def test_a_full_game_through_launcher_docker(engine, chess_image):
         assert container.attrs["Config"]["User"] == "65534:65534"
         assert container.labels[LABEL] == "1" and container.labels[f"{LABEL}.server"] == "chess"
         # The server listens on 0.0.0.0 inside the container: it requires the token the launcher gave it.
-        assert httpx.get(env.unwrapped.base_url + "/health", timeout=10).status_code == 401
+        assert httpx.get(env.unwrapped.base_url + "/schema", timeout=10).status_code == 401
         headers = env.unwrapped.launcher.headers
         assert httpx.get(env.unwrapped.base_url + "/health", headers=headers, timeout=10).status_code == 200
     finally:

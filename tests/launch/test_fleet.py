@@ -171,7 +171,7 @@ def test_a_fleet_given_a_token_requires_it_even_on_loopback_and_its_own_requests
     monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
     with openenv_lab.serve("echo", replicas=2, token="s3cret") as fleet:
         assert fleet.headers == {"Authorization": "Bearer s3cret"}
-        assert all(httpx.get(f"{url}/health", timeout=5).status_code == 401 for url in fleet.urls)
+        assert all(httpx.get(f"{url}/schema", timeout=5).status_code == 401 for url in fleet.urls)
         assert [c["active_sessions"] for c in fleet.capacity()] == [0, 0]
         for base_urls in (fleet.urls, fleet):  # the fleet's URLs, or the fleet: its token goes along
             envs = gym.make_vec("openenv/remote", num_envs=2, base_urls=base_urls)

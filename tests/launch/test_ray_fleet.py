@@ -88,7 +88,7 @@ def test_requests_without_the_fleets_token_are_refused(cluster, monkeypatch):
     monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
     with openenv_lab.serve("echo", replicas=1, engine="ray") as fleet:
         url = fleet.urls[0]
-        assert httpx.get(f"{url}/health", timeout=5).status_code == 401
+        assert httpx.get(f"{url}/schema", timeout=5).status_code == 401
         wrong = {"Authorization": "Bearer not-the-token"}
         assert httpx.post(f"{url}/reset", json={}, headers=wrong, timeout=5).status_code == 401
         with pytest.raises(ConnectError, match="token") as refused:
