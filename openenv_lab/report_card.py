@@ -12,6 +12,7 @@ gymnasium check_env       gymnasium's checker on the environment, through our ad
 determinism               two runs with one seed give the same trajectory; whether the server confirms it
 state contract            ``state`` has an ``episode_id`` and a ``step_count`` that counts the steps
 observation schema        every observation seen matches the server's ``/schema``
+rewards sent              every step carries a finite reward (``null`` or NaN would reach a trainer as 0.0)
 reward range              the rewards seen, against the range declared (``reward_range=``, or the adapter's)
 episode endings           never terminated and truncated at once; what a step after the end gets
 capacity                  sessions the server accepts (``/capacity``, or by opening sessions)
@@ -188,10 +189,12 @@ def check(
             checks.append(_check_env(env))
             checks.append(_determinism(report))
             checks.append(_state_contract(env))
-            observations, rewards, endings, after_end = _episodes(env, episodes, max_episode_steps)
+            observations, rewards, missing, endings, after_end = _episodes(env, episodes, max_episode_steps)
             checks.append(_observation_schema(env.unwrapped.client.schema(), observations))
+            checks.append(_rewards_sent(missing))
             declared = reward_range or getattr(env.unwrapped.adapter, "reward_range", None)
-            checks.append(_reward_range(rewards, declared))
+            sent = [reward for reward, gone in zip(rewards, missing, strict=True) if not gone]
+            checks.append(_reward_range(sent, declared))
             checks.append(_endings(endings, after_end, max_episode_steps))
         finally:
             env.close()
@@ -315,11 +318,13 @@ def _state_contract(env: gym.Env) -> Check:
 
 def _episodes(
     env: gym.Env, episodes: int, max_steps: int
-) -> tuple[list[Any], list[float], list[tuple[bool, bool]], str | None]:
-    """Random episodes: the raw observations seen, the rewards, how each ended, and what the server said
-    to one step after the end (``None`` if no episode ended)."""
+) -> tuple[list[Any], list[float], list[bool], list[tuple[bool, bool]], str | None]:
+    """Random episodes: the raw observations seen, the rewards, whether each step's reward was missing
+    (the server sent none: the client reports 0.0), how each episode ended, and what the server said to
+    one step after the end (``None`` if no episode ended)."""
     observations: list[Any] = []
     rewards: list[float] = []
+    missing: list[bool] = []
     endings: list[tuple[bool, bool]] = []
     after_end = None
     env.action_space.seed(0)
@@ -331,6 +336,7 @@ def _episodes(
             obs, reward, terminated, truncated, info = env.step(action)
             observations.append(info.get("raw_observation"))
             rewards.append(float(reward))
+            missing.append(bool(info.get("reward_missing")))
             if terminated or truncated:
                 endings.append((bool(terminated), bool(truncated)))
                 if after_end is None:
@@ -338,7 +344,7 @@ def _episodes(
                 break
         else:
             endings.append((False, False))
-    return observations, rewards, endings, after_end
+    return observations, rewards, missing, endings, after_end
 
 
 def _step_after_end(env: gym.Env, action: Any) -> str:
@@ -372,6 +378,25 @@ def _observation_schema(schema: dict[str, Any], observations: list[Any]) -> Chec
             where = "/".join(str(p) for p in error.absolute_path) or "the observation"
             return Check(name, "fail", f"observation {index}: {where}: {error.message[:200]}")
     return Check(name, "pass", f"{len(seen)} observations match /schema", {"observations": len(seen)})
+
+
+def _rewards_sent(missing: list[bool]) -> Check:
+    """Every step must carry a finite reward: one sent as ``null`` (or as NaN, which JSON encoders turn
+    into ``null``) reaches a trainer as 0.0, a reward the environment never gave."""
+    name = "rewards sent"
+    if not missing:
+        return Check(name, "skip", "no step was played")
+    count, steps = sum(missing), len(missing)
+    values = {"missing": count, "steps": steps, "share": count / steps}
+    if count:
+        return Check(
+            name,
+            "fail",
+            f"no reward (null, or not a finite number) on {count} of {steps} steps ({count / steps:.0%}); "
+            "a trainer sees 0.0 there",
+            values,
+        )
+    return Check(name, "pass", f"a reward on each of the {steps} steps", values)
 
 
 def _reward_range(rewards: list[float], declared: tuple[float, float] | None) -> Check:

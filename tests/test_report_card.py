@@ -3,8 +3,9 @@ on our servers, on official ones, on a server that cannot replay a seed, and on 
 other checks.
 
 Each failing branch is seen failing (mutations these tests guard: the observation schema check always
-passing, episodes both terminated and truncated not failed, a step after the end accepted not warned
-about, a failed ``check_env`` reported as a pass, the command line exiting 0 on a failed card)."""
+passing, missing rewards (null or NaN on the wire) not counted, episodes both terminated and truncated
+not failed, a step after the end accepted not warned about, a failed ``check_env`` reported as a pass,
+the command line exiting 0 on a failed card)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_our_echo_server_passes_every_check():
         "determinism": "pass",
         "state contract": "pass",
         "observation schema": "pass",
+        "rewards sent": "pass",
         "reward range": "pass",
         "episode endings": "pass",
         "capacity": "info",
@@ -74,11 +76,13 @@ def test_a_server_whose_episodes_never_replay_fails_determinism(framework_dice):
     assert card["determinism"].status == "fail"
     assert "different episodes" in card["determinism"].detail
     assert card["gymnasium check_env"].status == "fail"  # its reset(seed=) does not replay either
-    assert "non-deterministic" in card["gymnasium check_env"].detail
+    # gymnasium's checker catches it at the reset or at the first step, as the dice fall.
+    detail = card["gymnasium check_env"].detail
+    assert "non-deterministic" in detail or "not equivalent for the same seed" in detail, detail
     assert not card.passed
 
 
-def test_a_server_that_breaks_its_schema_and_plays_on_after_the_end_fails_and_the_cli_exits_one(
+def test_a_server_that_breaks_its_schema_skips_rewards_and_plays_on_after_the_end_fails_and_exits_one(
     framework_liar, capsys
 ):
     code = main(["check", framework_liar, "--json", "--episodes", "2", "--steps", "5", "--no-validate"])
@@ -90,6 +94,12 @@ def test_a_server_that_breaks_its_schema_and_plays_on_after_the_end_fails_and_th
     assert (
         "count" in checks["observation schema"]["detail"] and "-1" in checks["observation schema"]["detail"]
     )
+    # Its second step of each episode sends NaN, null on the wire: 2 of 6 steps without a reward.
+    assert checks["rewards sent"]["status"] == "fail", checks["rewards sent"]
+    assert checks["rewards sent"]["values"] == {"missing": 2, "steps": 6, "share": pytest.approx(1 / 3)}
+    detail = checks["rewards sent"]["detail"]
+    assert "no reward (null, or not a finite number) on 2 of 6 steps (33%)" in detail
+    assert checks["reward range"]["values"]["observed"] == [0.0, 0.0]  # the missing ones left out
     assert checks["episode endings"]["status"] == "warn"
     assert "a step after the end was accepted as if the game went on" in checks["episode endings"]["detail"]
     assert card["passed"] is False and code == 1

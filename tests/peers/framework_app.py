@@ -15,7 +15,8 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
 - ``liar``: breaks what the report card checks: an observation outside its own schema (a count the schema
-  says is never negative), and steps after the end of an episode accepted as if it went on.
+  says is never negative), no reward on the second step of each episode (NaN, which the framework's JSON
+  turns into null), and steps after the end of an episode accepted as if it went on.
 - ``parrot``: echoes the player's message, wrapped, into a list of messages, as TextArena's games do:
   its text fields have no ``maxLength``, and what comes back is longer than what went in.
 """
@@ -23,6 +24,7 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import socket
@@ -222,7 +224,8 @@ class LiarEnvironment(Environment):
         self._state.step_count += 1
         done = self._state.step_count == 3  # and after the end: not done, as if it went on
         count = -1 if done else self._state.step_count  # -1: outside the published "minimum": 0
-        return LiarObservation(count=count, reward=0.0, done=done)
+        reward = math.nan if self._state.step_count == 2 else 0.0  # no reward there
+        return LiarObservation(count=count, reward=reward, done=done)
 
     @property
     def state(self) -> State:
