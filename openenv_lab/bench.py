@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import data_equivalence
 
+from .adapters.generic import legal_choice
 from .client import CapacityError, Client, OpenEnvError, Session
 
 __all__ = ["BenchReport", "bench", "random_action"]
@@ -92,28 +93,30 @@ def bench(
     )
 
 
-def random_action(env: gym.Env, observation: Any) -> Any:
-    """A random action, among the legal ones where the observation has an ``action_mask``."""
+def random_action(env: gym.Env, observation: Any, info: dict[str, Any] | None = None) -> Any:
+    """A random action, among the legal ones where the observation has an ``action_mask``, or where the
+    info lists them (``info["legal_actions"]`` of an integer action without bounds)."""
     if isinstance(observation, dict) and "action_mask" in observation and np.any(observation["action_mask"]):
         return env.action_space.sample(mask=np.asarray(observation["action_mask"], dtype=np.int8))
-    return env.action_space.sample()
+    chosen = legal_choice(env.action_space, info)
+    return chosen if chosen is not None else env.action_space.sample()
 
 
 def _latencies(env: gym.Env, steps: int, seed: int) -> tuple[list[float], int]:
     session: Session = env.unwrapped.session
     env.action_space.seed(seed)
-    observation, _ = env.reset(seed=seed)
+    observation, info = env.reset(seed=seed)
     latencies: list[float] = []
     transferred = 0
     while len(latencies) < steps:
-        action = random_action(env, observation)
+        action = random_action(env, observation, info)
         before = session.bytes_sent + session.bytes_received
         start = time.perf_counter()
-        observation, _, terminated, truncated, _ = env.step(action)
+        observation, _, terminated, truncated, info = env.step(action)
         latencies.append(time.perf_counter() - start)
         transferred += session.bytes_sent + session.bytes_received - before
         if terminated or truncated:
-            observation, _ = env.reset()
+            observation, info = env.reset()
             session = env.unwrapped.session
     return latencies, transferred
 
@@ -129,7 +132,7 @@ def _seeds(env: gym.Env, seed: int) -> tuple[bool, str]:
         confirmed.append(info["metadata"].get("seed") == value)
         seen = [observation]
         for _ in range(5):
-            observation, _, terminated, truncated, _ = env.step(random_action(env, observation))
+            observation, _, terminated, truncated, info = env.step(random_action(env, observation, info))
             seen.append(observation)
             if terminated or truncated:
                 break

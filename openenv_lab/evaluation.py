@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from .adapters.generic import legal_choice
 from .client import Client, OpenEnvError
 from .envs import OpenEnvVectorEnv
 from .envs.infos import split_infos
@@ -107,12 +108,15 @@ class _Policy:
         self.space = action_space
         self.predict = None
         self.masks_argument = False
-        #: a callable ``(obs, info) -> action``: it is given each sub-environment's last info too
+        #: it is given each sub-environment's last info too (a callable ``(obs, info) -> action``)
         self.wants_info = False
         if isinstance(policy, str):
             if policy not in NAMED_POLICIES:
                 raise ValueError(f"policy {policy!r} is not one of {NAMED_POLICIES} or a callable or a model")
             self.name = policy
+            # Picks among info["legal_actions"] where the schema does not bound an integer action.
+            integer = isinstance(action_space, gym.spaces.Box) and action_space.dtype.kind in "iu"
+            self.wants_info = policy == "masked-random" and integer
         elif callable(getattr(policy, "predict", None)):  # a Stable-Baselines3 model
             self.predict = policy.predict
             self.masks_argument = "action_masks" in inspect.signature(policy.predict).parameters
@@ -148,8 +152,11 @@ class _Policy:
             try:
                 if isinstance(self.policy, str):
                     mask = obs.get("action_mask") if isinstance(obs, dict) else None
+                    listed = legal_choice(self._spaces[index], infos.get(index))
                     if self.policy == "masked-random" and mask is not None and np.any(mask):
                         action = self._spaces[index].sample(mask=np.asarray(mask, dtype=np.int8))
+                    elif self.policy == "masked-random" and listed is not None:
+                        action = listed  # an action the schema does not bound: one the server listed
                     else:
                         action = self._spaces[index].sample()
                 elif self.wants_info:
@@ -474,7 +481,8 @@ def evaluate(
         policy: a callable ``obs -> action`` (one observation at a time; ``(obs, info) -> action`` is given
             the sub-environment's last info too), a model with ``predict`` (Stable-
             Baselines3; ``MaskablePPO`` gets the action masks), ``"random"`` (uniform over the action space)
-            or ``"masked-random"`` (uniform over the legal actions where the observation has a mask). The
+            or ``"masked-random"`` (uniform over the legal actions where the observation has a mask, or
+            where ``info["legal_actions"]`` lists them for an action the schema does not bound). The
             random policies draw from each episode's seed.
         env: an environment id (``"openenv/chess"``, or ``"chess"``), made here with ``make_kwargs`` as a
             vector env of ``n_envs`` and closed at the end; or an environment you made (a vector env of

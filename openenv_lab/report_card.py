@@ -258,6 +258,9 @@ def _check_env(env: gym.Env) -> Check:
             check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
     except AssertionError as exc:
         return Check("gymnasium check_env", "fail", str(exc).splitlines()[0][:300])
+    except OpenEnvError as exc:  # a sampled action the server refused: the space is wider than the game
+        said = str(exc).splitlines()[0][:300]
+        return Check("gymnasium check_env", "fail", f"the server refused what the checker sent: {said}")
     notes = sorted({str(w.message).splitlines()[0][:120] for w in caught})
     if notes:
         return Check("gymnasium check_env", "warn", f"passes, with warnings: {'; '.join(notes)}")
@@ -279,11 +282,11 @@ def _state_contract(env: gym.Env) -> Check:
     name = "state contract"
     episode_id = f"report-card-{uuid.uuid4()}"
     try:
-        obs, _ = env.reset(seed=0, options={"episode_id": episode_id})
+        obs, info = env.reset(seed=0, options={"episode_id": episode_id})
         session = env.unwrapped.session
         states = [session.state()]
         for _ in range(2):
-            obs, _, terminated, truncated, _ = env.step(random_action(env, obs))
+            obs, _, terminated, truncated, info = env.step(random_action(env, obs, info))
             states.append(session.state())
             if terminated or truncated:
                 break
@@ -332,7 +335,7 @@ def _episodes(
         obs, info = env.reset(seed=seed)
         observations.append(info.get("raw_observation"))
         for _ in range(max_steps):
-            action = random_action(env, obs)
+            action = random_action(env, obs, info)
             obs, reward, terminated, truncated, info = env.step(action)
             observations.append(info.get("raw_observation"))
             rewards.append(float(reward))

@@ -112,6 +112,22 @@ def framework_parrot() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def framework_pile() -> Iterator[str]:
+    """Nim served as OpenSpiel's games are: an unbounded ``action_id``, the legal ones listed."""
+    server = FrameworkServer("pile", max_sessions=16)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def framework_tally() -> Iterator[str]:
+    """A plain ``int`` action without bounds, and nothing listing its legal values."""
+    server = FrameworkServer("tally", max_sessions=16)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def official_grid_world() -> Iterator[str]:
     """The official grid_world_env (one session at a time, its app's default)."""
     with OfficialServer("grid_world_env") as server:

@@ -9,6 +9,7 @@ from .base import Adapter, Transition, base_info, reward_components
 from .chess import ChessAdapter
 from .finrl import FinRLAdapter
 from .generic import EchoAdapter, GenericAdapter, UnicodeText
+from .schema import WideInteger
 from .spec import SPECS, Spec
 from .tools import Tools
 
@@ -33,6 +34,7 @@ __all__ = [
     "Tools",
     "Transition",
     "UnicodeText",
+    "WideInteger",
     "base_info",
     "reward_components",
 ]

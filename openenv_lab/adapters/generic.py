@@ -12,8 +12,11 @@ How JSON Schema types become spaces is `openenv_lab.adapters.schema`'s table. On
   one a spec names) makes the action ``Discrete(n)`` over the action's ``n`` values, adds an
   ``action_mask`` (``MultiBinary(n)``, int8) to the observation in its place, and gives the env
   ``action_masks()`` for sb3-contrib's ``MaskablePPO``; ``n`` comes from the schema's bounds or a spec;
-- an integer action without both bounds (where nothing says how many values it has) is refused at
-  ``make``, saying what to declare: a random sample of 2**32 integers is no way to play connect4;
+- an integer action without both bounds (where nothing says how many values it has) gets the widest
+  honest space, `openenv_lab.adapters.schema.WideInteger` (samples stay small), and one warning naming the
+  `Spec` that would make it an exact ``Discrete``; where the observation lists the legal values
+  (``legal_actions``), ``info["legal_actions"]`` carries them and random play (`check`, ``evaluate``'s
+  ``"masked-random"``) picks among them;
 - MCP tool environments (an action ``{"type": "call_tool", "tool_name", "arguments"}``): see
   ``action_fields`` below, with the arguments as JSON text.
 
@@ -26,6 +29,7 @@ unless the metadata says ``"truncated": true``; the original value of ``null`` f
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +41,7 @@ from .schema import ENVELOPE_FIELDS, Field, JSONText, UnicodeText, bounds, decla
 from .spec import SPECS, Spec, find_spec
 from .tools import Tools
 
-__all__ = ["LEGAL_ACTION_FIELDS", "EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText"]
+__all__ = ["LEGAL_ACTION_FIELDS", "EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText", "legal_choice"]
 
 #: Observation fields taken to list the legal actions when no spec names one.
 LEGAL_ACTION_FIELDS = ("legal_actions", "legal_moves", "valid_actions", "available_actions")
@@ -92,6 +96,8 @@ class GenericAdapter(Adapter):
         self._action_values: list[Any] | None = None  # the values of a Discrete action, by index
         self._value_index: dict[str, int] = {}
         self._legal_field: str | None = None
+        self._unbounded_action: str | None = None  # an integer action field the schema does not bound
+        self._listed_field: str | None = None  # the observation's list of legal values for that field
         self._mask = np.zeros(0, dtype=np.int8)
         self._last: dict[str, Any] = {}
 
@@ -151,6 +157,8 @@ class GenericAdapter(Adapter):
         properties = schema.get("properties", {})
         declared = self.spec.observation_spaces() if self.spec is not None else None
         self._legal_field = self._find_legal_field(properties)
+        if self._unbounded_action is not None and self._unbounded_action == self._single_action:
+            self._listed_field = next((name for name in LEGAL_ACTION_FIELDS if name in properties), None)
         fields: dict[str, Field] = {}
         names = [n for n in properties if n not in ENVELOPE_FIELDS]
         names += [n for n in first.observation if n not in properties and n not in ENVELOPE_FIELDS]
@@ -161,6 +169,8 @@ class GenericAdapter(Adapter):
             space = declared.get(name) if declared is not None else None
             if space is not None:
                 fields[name] = declared_field(space, path)
+            elif name == self._listed_field:  # as many legal ids as there are: a list of any length
+                fields[name] = field_for(properties.get(name, {}), None, defs, path, action=False)
             else:
                 fields[name] = field_for(
                     properties.get(name, {}), first.observation.get(name), defs, path, action=False
@@ -183,6 +193,26 @@ class GenericAdapter(Adapter):
             self.env_attributes = ("action_masks",)
         self._observation_fields = dict(sorted(fields.items()))
         self.observation_space = spaces.Dict({k: f.space for k, f in self._observation_fields.items()})
+        if self._unbounded_action is not None:
+            self._say_unbounded_integer()
+
+    def _say_unbounded_integer(self) -> None:
+        """One warning: the action's space is honest but wide, and the `Spec` that would make it exact."""
+        name = self._unbounded_action
+        listed = f", legal_actions={self._listed_field!r}" if self._listed_field is not None else ""
+        random_play = (
+            f"; random play picks from the observation's {self._listed_field!r} (info['legal_actions'])"
+            if self._listed_field is not None
+            else ""
+        )
+        warnings.warn(
+            f"The action field {name!r} is an integer without bounds in the server's schema: its space is "
+            f"{self.action_space} (every int64 the schema allows; samples stay small){random_play}. For an "
+            f"exact Discrete space{' with a mask' if listed else ''}, say how many values it takes: "
+            f"gym.make('openenv/remote', ..., spec=Spec('mine', action={name!r}, actions=N{listed})).",
+            UserWarning,
+            stacklevel=2,
+        )
 
     def _find_legal_field(self, properties: dict[str, Any]) -> str | None:
         """The observation field listing the legal actions: the spec's, or a conventional name (used when
@@ -233,7 +263,8 @@ class GenericAdapter(Adapter):
             self._action_constants.pop(name, None)
             node = resolve(properties[name], defs, frozenset())[0]
             if values is None:
-                _refuse_unbounded_integer(name, node)
+                if _unbounded_integer(node):
+                    self._unbounded_action = name
                 self._action_fields[name] = field_for(
                     properties[name], None, defs, f"action.{name}", action=True
                 )
@@ -279,6 +310,8 @@ class GenericAdapter(Adapter):
             legal = raw.get(self._legal_field) or []
             self._mask = self._legal_mask(legal)
             info["legal_actions"] = list(legal)
+        elif self._listed_field is not None:
+            info["legal_actions"] = list(raw.get(self._listed_field) or [])
         observation = {}
         for name, field in self._observation_fields.items():
             if name == "action_mask" and self._legal_field is not None:
@@ -367,19 +400,26 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _refuse_unbounded_integer(name: str, node: dict[str, Any]) -> None:
-    """An integer action without both bounds cannot be sampled or masked: say what to declare."""
+def legal_choice(space: spaces.Space[Any], info: dict[str, Any] | None) -> Any:
+    """One of ``info["legal_actions"]``, drawn with ``space``'s generator, where ``space`` is an integer
+    ``Box`` holding them (an action the schema does not bound); None otherwise."""
+    legal = (info or {}).get("legal_actions")
+    if not legal or not isinstance(space, spaces.Box) or not np.issubdtype(space.dtype, np.integer):
+        return None
+    try:
+        action = np.asarray(legal[int(space.np_random.integers(len(legal)))], dtype=space.dtype)
+    except (TypeError, ValueError, OverflowError):  # not an integer: the list is of something else
+        return None
+    return action if space.contains(action) else None
+
+
+def _unbounded_integer(node: dict[str, Any]) -> bool:
+    """Whether a field's schema is an integer without both bounds."""
     kind = node.get("type")
     if kind != "integer" and not (isinstance(kind, list) and "integer" in kind):
-        return
+        return False
     low, high = bounds(node, integer=True)
-    if low is None or high is None:
-        raise ValueError(
-            f"The action field {name!r} is an integer without bounds in the server's schema, so there is "
-            "no honest space for it (2**32 values?). Say which values it takes: gym.make('openenv/remote', "
-            f"..., spec=Spec('mine', action={name!r}, actions=N)) for 0..N-1 (with legal_actions='<field>' "
-            "if the observation lists the legal ones), or write an Adapter."
-        )
+    return low is None or high is None
 
 
 class EchoAdapter(GenericAdapter):

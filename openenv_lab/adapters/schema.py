@@ -11,9 +11,9 @@ JSON Schema                                   gymnasium space (value in the obse
 ``enum`` of values                            ``Discrete(n)`` (the index into the enum)
 ``boolean``                                   ``Discrete(2)`` (0 or 1)
 ``integer`` with lower and upper bounds        ``Discrete(max - min + 1, start=min)`` (exclusive bounds too)
-``integer`` otherwise                         ``Box(int64, shape=())``, bounds from the schema or +-2**31
-                                              (an action without both bounds is refused: see
-                                              `openenv_lab.adapters.generic`)
+``integer`` otherwise                         ``Box(int64, shape=())``, bounds from the schema or +-2**31;
+                                              an action: `WideInteger` (every int64 the schema allows,
+                                              samples small; see `openenv_lab.adapters.generic`)
 ``number``                                    ``Box(float64, shape=())``, bounds from the schema or +-inf
 ``string``                                    `UnicodeText` (any text up to ``maxLength``, or of any
                                               length without one; samples then stay short)
@@ -43,11 +43,13 @@ import json
 import math
 import string
 from collections.abc import Callable
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import batch_space
 
 from ..client import ProtocolError
 
@@ -58,6 +60,7 @@ __all__ = [
     "Field",
     "JSONText",
     "UnicodeText",
+    "WideInteger",
     "bounds",
     "declared_field",
     "field_for",
@@ -69,6 +72,8 @@ _MAX_JSON = 100 * 1024 * 1024  # the largest message a session accepts (openenv_
 #: The longest text `UnicodeText.sample` makes for a field without ``maxLength``: what a server answers in
 #: reasonable time (its ``contains`` still accepts any length).
 SAMPLE_LENGTH = 256
+#: How many values `WideInteger.sample` draws from: integers a server takes (an id, a count, a move).
+SAMPLE_SPAN = 256
 #: Keys of an observation that are the envelope's, not the environment's fields.
 ENVELOPE_FIELDS = frozenset({"metadata", "reward", "done"})
 
@@ -119,6 +124,74 @@ class UnicodeText(spaces.Text):
 
     def __repr__(self) -> str:
         return f"UnicodeText({self.min_length}, {self.max_length if self.bounded else None})"
+
+
+class WideInteger(spaces.Box):
+    """Integers a schema does not bound on both sides: the widest integer ``Box`` (int64), as gymnasium's
+    ``Box`` is for an unbounded float, narrowed only by the bound the schema gives.
+
+    `contains` accepts every int64 in the bounds; `sample` draws from `SAMPLE_SPAN` values, ones a server
+    takes: from the lower bound up, from the upper bound down, or ``0..SAMPLE_SPAN-1`` without either
+    (gymnasium's ``Box`` would draw from the whole int64 range, numbers no server expects). Batched (vector
+    envs), it stays a `WideInteger`.
+
+    Example:
+        >>> ids = WideInteger(low=0, seed=0)
+        >>> ids, 2**62 in ids, -1 in ids, 0 <= int(ids.sample()) < SAMPLE_SPAN
+        (WideInteger(0, None, ()), True, False, True)
+    """
+
+    def __init__(
+        self,
+        low: int | None = None,
+        high: int | None = None,
+        shape: tuple[int, ...] = (),
+        *,
+        seed: Any = None,
+    ) -> None:
+        widest = np.iinfo(np.int64)
+        self.low_given, self.high_given = low, high
+        super().__init__(
+            low=widest.min if low is None else int(low),
+            high=widest.max if high is None else int(high),
+            shape=shape,
+            dtype=np.int64,
+            seed=seed,
+        )
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        if mask is not None or probability is not None:
+            raise ValueError("WideInteger.sample takes no mask: pick from the legal values instead")
+        if self.low_given is not None:
+            low = int(self.low_given)
+            high = (
+                low + SAMPLE_SPAN - 1
+                if self.high_given is None
+                else min(int(self.high_given), low + SAMPLE_SPAN - 1)
+            )
+        elif self.high_given is not None:
+            high = int(self.high_given)
+            low = high - SAMPLE_SPAN + 1
+        else:
+            low, high = 0, SAMPLE_SPAN - 1
+        return self.np_random.integers(low, high + 1, size=self.shape, dtype=np.int64)
+
+    def __repr__(self) -> str:
+        return f"WideInteger({self.low_given}, {self.high_given}, {self.shape})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WideInteger) and (self.low_given, self.high_given, self.shape) == (
+            other.low_given,
+            other.high_given,
+            other.shape,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # as gymnasium's spaces
+
+
+@batch_space.register(WideInteger)
+def _batch_wide_integer(space: WideInteger, n: int = 1) -> WideInteger:
+    return WideInteger(space.low_given, space.high_given, (n, *space.shape), seed=deepcopy(space.np_random))
 
 
 class BoundedSequence(spaces.Sequence):
@@ -260,6 +333,14 @@ def field_for(
             start = int(low)
             return Field(
                 spaces.Discrete(int(high - low + 1), start=start), int, lambda a: int(a), lambda: start
+            )
+        if action and (low is None or high is None):
+            space = WideInteger(None if low is None else int(low), None if high is None else int(high))
+            return Field(
+                space,
+                lambda v: np.asarray(v, dtype=np.int64),
+                lambda a: int(np.asarray(a).item()),
+                lambda: np.zeros((), dtype=np.int64),
             )
         return _scalar(node, np.int64)
     if kind == "number":

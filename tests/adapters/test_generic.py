@@ -66,11 +66,33 @@ class Unbounded(BaseModel):
     steps: int
 
 
-def test_an_integer_action_without_bounds_is_refused_saying_what_to_declare():
-    with pytest.raises(
-        ValueError, match=r"'steps' is an integer without bounds.*Spec\('mine', action='steps'"
-    ):
-        adapter_for(Unbounded, Tree, {"root": {"value": 1, "children": []}})
+def test_an_integer_action_without_bounds_gets_the_widest_integer_space_and_one_warning():
+    from openenv_lab.adapters.schema import SAMPLE_SPAN, WideInteger
+
+    with pytest.warns(UserWarning, match=r"'steps' is an integer without bounds") as said:
+        adapter = adapter_for(Unbounded, Tree, {"root": {"value": 1, "children": []}})
+    assert len(said) == 1 and "spec=Spec('mine', action='steps', actions=N))" in str(said[0].message)
+    assert adapter.action_space == WideInteger() and 2**62 in adapter.action_space
+    adapter.action_space.seed(0)
+    samples = [int(adapter.action_space.sample()) for _ in range(200)]
+    assert all(0 <= value < SAMPLE_SPAN for value in samples)  # ones a server takes, not +-2**63
+    assert adapter.encode_action(np.int64(2**40)) == {"steps": 2**40}
+    Unbounded.model_validate(adapter.encode_action(adapter.action_space.sample()))
+
+
+class HalfBounded(BaseModel):
+    above: int = Field(..., ge=5)
+    below: int = Field(..., lt=0)
+
+
+def test_a_one_sided_bound_is_kept_and_samples_start_from_it():
+    with pytest.warns(UserWarning, match="without bounds"):
+        adapter = adapter_for(HalfBounded, Empty, {})
+    above, below = adapter.action_space["above"], adapter.action_space["below"]
+    assert 4 not in above and 2**62 in above and 0 not in below and -(2**62) in below
+    adapter.action_space.seed(1)
+    for _ in range(100):
+        HalfBounded.model_validate(adapter.encode_action(adapter.action_space.sample()))
 
 
 def test_recursive_models_do_not_recurse_forever():

@@ -19,6 +19,9 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
   turns into null), and steps after the end of an episode accepted as if it went on.
 - ``parrot``: echoes the player's message, wrapped, into a list of messages, as TextArena's games do:
   its text fields have no ``maxLength``, and what comes back is longer than what went in.
+- ``pile``: Nim on a pile of ten, as OpenSpiel's games are served: the action is an ``action_id`` the
+  schema does not bound, and the observation lists the legal ones; an illegal id is an error.
+- ``tally``: a plain ``int`` action without bounds and nothing listing legal values; five steps an episode.
 """
 
 from __future__ import annotations
@@ -280,7 +283,87 @@ class ParrotEnvironment(Environment):
         return self._state
 
 
+class PileAction(Action):
+    action_id: int  # no bounds: only the observation says which ids are legal
+
+
+class PileObservation(Observation):
+    pile: int = 10
+    legal_actions: list[int] = Field(default_factory=list)
+
+
+class PileEnvironment(Environment):
+    """Take 1, 2 or 3 from the pile (no more than is left); the other side takes one after each move. Taking
+    the last one wins (+1); the other side taking it loses (-1)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pile = 10
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def _observe(self, reward: float, done: bool) -> PileObservation:
+        legal = [] if done else list(range(1, min(3, self._pile) + 1))
+        return PileObservation(pile=self._pile, legal_actions=legal, reward=reward, done=done)
+
+    def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> PileObservation:
+        self._pile = 10
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return self._observe(0.0, False)
+
+    def step(self, action: PileAction, timeout_s: float | None = None, **kwargs: Any) -> PileObservation:
+        if action.action_id not in range(1, min(3, self._pile) + 1):
+            raise ValueError(f"action_id {action.action_id} is not legal with {self._pile} left")
+        self._state.step_count += 1
+        self._pile -= action.action_id
+        if self._pile == 0:
+            return self._observe(1.0, True)
+        self._pile -= 1
+        return self._observe(-1.0 if self._pile == 0 else 0.0, self._pile == 0)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
+class TallyAction(Action):
+    count: int
+
+
+class TallyObservation(Observation):
+    total: int = 0
+
+
+class TallyEnvironment(Environment):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._total = 0
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> TallyObservation:
+        self._total = 0
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return TallyObservation(total=0, reward=0.0, done=False)
+
+    def step(self, action: TallyAction, timeout_s: float | None = None, **kwargs: Any) -> TallyObservation:
+        self._state.step_count += 1
+        self._total += action.count
+        reward = 1.0 if action.count % 2 == 0 else 0.0
+        return TallyObservation(total=self._total, reward=reward, done=self._state.step_count >= 5)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 ENVS = {
+    "pile": (PileEnvironment, PileAction, PileObservation),
+    "tally": (TallyEnvironment, TallyAction, TallyObservation),
     "liar": (LiarEnvironment, LiarAction, LiarObservation),
     "parrot": (ParrotEnvironment, ParrotAction, ParrotObservation),
     "counter": (CounterEnvironment, CounterAction, CounterObservation),
