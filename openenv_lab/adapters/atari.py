@@ -178,6 +178,13 @@ class AtariAdapter(Adapter):
     needs_probe: ClassVar[bool] = True
     derive_seeds: ClassVar[bool] = False
     env_attributes: ClassVar[tuple[str, ...]] = ("ale", "get_action_meanings", "_frameskip")
+    #: Settings a curriculum may change between episodes (the spaces stay the same).
+    reset_option_names: ClassVar[tuple[str, ...]] = (
+        "mode",
+        "difficulty",
+        "repeat_action_probability",
+        "max_num_frames_per_episode",
+    )
 
     def __init__(
         self,
@@ -251,6 +258,15 @@ class AtariAdapter(Adapter):
         """The env's generator after ``reset(seed)``, derived as ALE's environments derive theirs."""
         np_seed = np.random.SeedSequence(seed).generate_state(n_words=2)[0]
         return seeding.np_random(int(np_seed))[0]
+
+    def set_reset_option(self, name: str, value: Any) -> None:
+        """Change one of the game's settings from the next reset on (the server checks the value then)."""
+        if name not in self.reset_option_names:
+            raise AttributeError(f"{name!r} is not a reset option of Atari: {list(self.reset_option_names)}")
+        if value is None:
+            self.settings.pop(name, None)
+        else:
+            self.settings[name] = value
 
     @property  # type: ignore[override]  # the declared dict, computed: the encoding asked for changes
     def reset_options(self) -> dict[str, Any]:

@@ -165,6 +165,26 @@ class Adapter(ABC):
     server_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
     #: What every reset sends, before the seed and the user's ``options``.
     reset_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
+    #: The reset options a vector env's ``set_attr`` may change between episodes (a curriculum's next
+    #: opponent or difficulty): each sub-environment sends the new value from its next reset on.
+    reset_option_names: ClassVar[tuple[str, ...]] = ()
+
+    def check_reset_option(self, name: str, value: Any) -> None:  # noqa: B027 - optional hook
+        """Raise ``ValueError`` if no server of the family could take ``name=value`` (before any is set)."""
+
+    def set_reset_option(self, name: str, value: Any) -> None:
+        """Send ``name=value`` with every reset from now on (``None``: leave it to the server's default)."""
+        if name not in self.reset_option_names:
+            raise AttributeError(
+                f"{name!r} is not a reset option of this family: {list(self.reset_option_names)}"
+            )
+        self.check_reset_option(name, value)
+        options = dict(self.reset_options)
+        if value is None:
+            options.pop(name, None)
+        else:
+            options[name] = value
+        self.reset_options = options
 
     def setup(self, client: Client, first: StepResult | None) -> None:  # noqa: B027 - optional hook
         """Called once, when the env is made: ``client`` is the server's HTTP client, ``first`` the reply

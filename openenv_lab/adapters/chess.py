@@ -89,6 +89,7 @@ class ChessAdapter(Adapter):
     reward_range: ClassVar[tuple[float, float] | None] = (-1.0, 1.0)
     render_fps: ClassVar[int] = 2
     env_attributes: ClassVar[tuple[str, ...]] = ("action_masks",)
+    reset_option_names: ClassVar[tuple[str, ...]] = _RESET_OPTIONS
 
     def __init__(
         self,
@@ -117,6 +118,9 @@ class ChessAdapter(Adapter):
         self._history: list[tuple[str, str | None]] = []
 
     # ------------------------------------------------------------------ conversions
+
+    def check_reset_option(self, name: str, value: Any) -> None:
+        _check_options(**{**dict.fromkeys(_RESET_OPTIONS), name: value})
 
     def move_to_action(self, uci: str) -> int:
         """The action index of a UCI move in the current position (legal or not)."""

@@ -81,6 +81,7 @@ class FinRLAdapter(Adapter):
     family: ClassVar[str] = "finrl"
     render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
     env_attributes: ClassVar[tuple[str, ...]] = ("layout", "tickers")
+    reset_option_names: ClassVar[tuple[str, ...]] = ("split", "random_start")
 
     def __init__(
         self,
@@ -97,10 +98,8 @@ class FinRLAdapter(Adapter):
         reward_scaling: float | None = None,
         turbulence_threshold: float | None = None,
     ) -> None:
-        if split not in ("train", "trade", "all"):
-            raise ValueError(f"split must be one of train, trade, all, got {split!r}")
-        if not isinstance(random_start, (bool, np.bool_)):
-            raise ValueError(f"random_start must be True or False, got {random_start!r}")
+        self.check_reset_option("split", split)
+        self.check_reset_option("random_start", random_start)
         self.reset_options = {"split": split, "random_start": bool(random_start)}
         market = {
             "data": os.path.abspath(data) if data is not None else None,
@@ -118,6 +117,15 @@ class FinRLAdapter(Adapter):
         self.layout: dict[str, slice] = {}
         self.tickers: list[str] = []
         self._last: StepResult | None = None
+
+    def check_reset_option(self, name: str, value: Any) -> None:
+        if name == "split" and value not in ("train", "trade", "all"):
+            raise ValueError(f"split must be one of train, trade, all, got {value!r}")
+        if name == "random_start" and not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"random_start must be True or False, got {value!r}")
+
+    def set_reset_option(self, name: str, value: Any) -> None:
+        super().set_reset_option(name, bool(value) if name == "random_start" else value)
 
     def setup(self, client: Client, first: StepResult | None) -> None:
         config = client.get("/config")

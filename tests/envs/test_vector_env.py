@@ -145,10 +145,51 @@ def test_call_get_attr_and_set_attr_reach_the_sub_environments_as_sync_vector_en
         envs.call("nope")
     with pytest.raises(ValueError, match="Got `3` values for 2 environments"):
         envs.set_attr("action_masks", [1, 2, 3])
-    with pytest.raises(AttributeError, match="no attribute 'render_mode' that can be set"):
-        envs.set_attr("render_mode", "svg")
     envs.close()
     reference.close()
+
+
+def test_set_attr_of_a_reset_option_is_sent_from_each_sub_environments_next_reset(chess_url):
+    """A curriculum: the opponent of each sub-environment changes between episodes (the chess server
+    says in each reset's metadata which opponent it plays)."""
+    envs = gym.make_vec("openenv/chess", num_envs=3, opponent="random", agent_color="white")
+    try:
+        _, infos = envs.reset(seed=0)
+        assert list(infos["metadata"]["opponent"]) == ["random"] * 3
+        envs.set_attr("opponent", ["greedy", "random", "minimax"])
+        assert envs.get_attr("opponent") == ("greedy", "random", "minimax")
+        _, infos = envs.reset(seed=1)
+        assert list(infos["metadata"]["opponent"]) == ["greedy", "random", "minimax"]
+        envs.set_attr("max_moves", 1)  # one value for all; autoreset sends it too
+        assert envs.get_attr("max_moves") == (1, 1, 1)
+        obs, _ = envs.reset(seed=2)
+        _, _, _, truncated, _ = envs.step(envs.action_space.sample(mask=tuple(obs["action_mask"])))
+        assert truncated.all()  # the move limit of the new stage
+        # A value no chess server takes is refused before any sub-environment changes.
+        with pytest.raises(ValueError, match="agent_color must be 'white', 'black' or 'random'"):
+            envs.set_attr("agent_color", ["black", "purple", "white"])
+        assert envs.get_attr("agent_color") == ("white", "white", "white")
+        envs.set_attr("opponent", None)  # the server's default again
+        assert envs.get_attr("opponent") == (None, None, None)
+        assert "opponent" not in envs.adapters[0].reset_options
+    finally:
+        envs.close()
+
+
+def test_set_attr_of_any_other_name_is_stored_with_a_warning_as_sync_vector_env_stores_it():
+    envs = gym.make_vec("openenv/echo", num_envs=2)
+    reference = SyncVectorEnv([lambda: gym.make("openenv/echo") for _ in range(2)])
+    try:
+        with pytest.warns(UserWarning, match=r"'stage' is neither a reset option.*reaches no server"):
+            envs.set_attr("stage", [1, 2])
+        reference.set_attr("stage", [1, 2])
+        assert envs.get_attr("stage") == reference.get_attr("stage") == (1, 2)
+        with pytest.warns(UserWarning, match="reaches no server"):
+            envs.set_attr("stage", 3)
+        assert envs.get_attr("stage") == (3, 3)
+    finally:
+        envs.close()
+        reference.close()
 
 
 def test_set_attr_sets_a_family_attribute_on_each_sub_environment():
