@@ -216,7 +216,16 @@ def check(
             )
         )
         sessions = min(8, episodes, report.max_sessions or 1)
-        checks.append(_baseline(env_id, url, episodes, sessions, progress, options))
+        if any(terminated or truncated for terminated, truncated in endings):
+            checks.append(_baseline(env_id, url, episodes, sessions, progress, options))
+        else:  # whole random episodes would never end: the baseline would wait for ever
+            checks.append(
+                Check(
+                    "random baseline",
+                    "skip",
+                    f"no random episode ended within {max_episode_steps} steps, so none is played whole",
+                )
+            )
     return ReportCard(target=target, env_id=env_id, base_url=served, checks=checks)
 
 

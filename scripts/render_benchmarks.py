@@ -177,6 +177,11 @@ def atari_preprocessing(section: dict[str, Any]) -> str:
 
 
 def compatibility(section: dict[str, Any]) -> str:
+    environments = section["environments"]
+    played = {name: row for name, row in environments.items() if row.get("runs_here", True)}
+    elsewhere = {name: row for name, row in environments.items() if not row.get("runs_here", True)}
+    servers = {name.split(" ")[0] for name in played}  # "openspiel_env (tic_tac_toe)": one environment
+    reach = f"**{len(servers)} of {len(servers) + len(elsewhere)} official environments, tested here.**"
     rows = [
         [
             f"`{name}`",
@@ -184,10 +189,11 @@ def compatibility(section: dict[str, Any]) -> str:
             f"`{row['action']}`",
             f"{row['episodes']} (from {row['episodes_from']})",
             row["check_env"],
+            row.get("card", "not run"),
             row["replay"],
             _number(row["steps_per_s"]),
         ]
-        for name, row in sorted(section["environments"].items())
+        for name, row in sorted(played.items())
     ]
     header = [
         "official env",
@@ -195,13 +201,20 @@ def compatibility(section: dict[str, Any]) -> str:
         "action space",
         "random-policy episodes",
         "check_env",
+        "report card",
         "replay",
         "steps/s",
     ]
-    observations = [
-        f"- `{name}`: `{row['observation']}`" for name, row in sorted(section["environments"].items())
-    ]
-    return _table(header, rows) + "\n\nObservation spaces:\n\n" + "\n".join(observations)
+    observations = [f"- `{name}`: `{row['observation']}`" for name, row in sorted(played.items())]
+    others = _table(
+        ["official env", "needs what this machine lacks", "with those means"],
+        [[f"`{name}`", row["needs"], row["instead"]] for name, row in sorted(elsewhere.items())],
+    )
+    return (
+        f"{reach}\n\n{_table(header, rows)}\n\nObservation spaces:\n\n"
+        + "\n".join(observations)
+        + f"\n\nNot played here:\n\n{others}"
+    )
 
 
 def notebook_memory(section: dict[str, Any]) -> str:

@@ -6,7 +6,10 @@ at a ``git clone https://github.com/huggingface/OpenEnv`` checked out at commit 
 it are skipped, saying so, when it is not there.
 
 `OfficialServer` runs one of its environments exactly as its README says (``python -m uvicorn
-envs.<name>.server.app:app``, from the copy's root), on a free loopback port.
+envs.<name>.server.app:app``, from the copy's root), on a free loopback port. Environments whose packages
+are not the project's (`CATALOGUE`: OpenSpiel, dm_control) run with the Python of ``.venv-catalogue``
+(scripts/catalogue_venv.py, ``$OPENENV_LAB_CATALOGUE_PYTHON``); without it their tests skip, saying how to
+make it, except where ``$OPENENV_LAB_REQUIRE_CATALOGUE=1`` (CI), where they fail.
 """
 
 from __future__ import annotations
@@ -37,6 +40,26 @@ def _root() -> Path | None:
 
 
 ROOT = _root()
+#: The official environments run with the catalogue venv's Python (scripts/catalogue_venv.py).
+CATALOGUE = ("openspiel_env", "dm_control_env")
+
+
+def catalogue_python() -> str:
+    """The catalogue venv's Python, or skip (fail where it is required) saying how to make it."""
+    given = os.environ.get("OPENENV_LAB_CATALOGUE_PYTHON")
+    found = (
+        Path(given)
+        if given
+        else Path(__file__).resolve().parent.parent / ".venv-catalogue" / "bin" / "python"
+    )
+    if found.exists():
+        return str(found)
+    why = f"no catalogue venv at {found}: make it with python scripts/catalogue_venv.py"
+    if os.environ.get("OPENENV_LAB_REQUIRE_CATALOGUE") == "1":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 MISSING = (
     "The official OpenEnv environments are not here: set OPENENV_LAB_CONFORMANCE to a checkout of "
     f"huggingface/OpenEnv at commit {COMMIT} (the project's machines keep one in shared/conformance/)"
@@ -63,6 +86,7 @@ class OfficialServer:
             )
         if name == "atari_env":
             pytest.importorskip("ale_py", reason="the official atari_env needs ale-py")
+        python = catalogue_python() if name in CATALOGUE else sys.executable
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -70,7 +94,7 @@ class OfficialServer:
         self.url = f"http://127.0.0.1:{port}"
         self.process = subprocess.Popen(
             [
-                sys.executable,
+                python,
                 "-m",
                 "uvicorn",
                 f"envs.{name}.server.app:app",

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -165,6 +166,9 @@ class Adapter(ABC):
     server_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
     #: What every reset sends, before the seed and the user's ``options``.
     reset_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
+    #: Set by a single env before `setup`: reads the state of the session it probed (after its reset),
+    #: for an adapter that needs what an instance says of itself. None: open a session to read it.
+    session_state: Callable[[], dict[str, Any]] | None = None
     #: The reset options a vector env's ``set_attr`` may change between episodes (a curriculum's next
     #: opponent or difficulty): each sub-environment sends the new value from its next reset on.
     reset_option_names: ClassVar[tuple[str, ...]] = ()

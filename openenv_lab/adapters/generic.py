@@ -116,7 +116,7 @@ class GenericAdapter(Adapter):
             self.server_names = client.names()
         except OpenEnvError:  # a server without /metadata: nothing to match a spec with
             self.server_names = []
-        self._choose_spec(client.base_url)
+        self._choose_spec(client)
         tools = Tools.are_in(self.schema["action"])
         if tools:
             self.tools = Tools.listed_by(client)
@@ -132,7 +132,8 @@ class GenericAdapter(Adapter):
                 url=client.base_url,
             ) from exc
 
-    def _choose_spec(self, url: str) -> None:
+    def _choose_spec(self, client: Client) -> None:
+        url = client.base_url
         if self.spec is None:
             self.spec = find_spec(self.server_names)
         elif self.check_identity and self.spec.servers and not self.spec.matches(self.server_names):
@@ -144,12 +145,34 @@ class GenericAdapter(Adapter):
                 reported=self.server_names,
                 url=url,
             )
+        if self.spec is not None and self.spec.from_state is not None:
+            self._resolve_spec(client)
         if self.spec is not None and self.spec.family is not None:
             raise ValueError(
                 f"The spec {self.spec.name!r} hands this server to the {self.spec.family} adapter: make "
                 f"the env with gym.make('openenv/{self.spec.family}', base_url=...) (openenv/remote does it "
                 "by itself)"
             )
+
+    def _resolve_spec(self, client: Client) -> None:
+        """The spec of this instance, from what a session's state says (`Spec.from_state`)."""
+        assert self.spec is not None and self.spec.from_state is not None
+        try:
+            if self.session_state is not None:  # the session the env probed, reset just now
+                state = self.session_state()
+            else:
+                state = client.session_state(**self.reset_options)
+        except OpenEnvError as exc:  # no room for one more session, say: the general spec still holds
+            warnings.warn(
+                f"Could not read the state of {client.base_url} for the spec {self.spec.name!r} "
+                f"({type(exc).__name__}: {exc}); its spaces are the general ones",
+                UserWarning,
+                stacklevel=4,
+            )
+            return
+        resolved = self.spec.from_state(state)
+        if resolved is not None:
+            self.spec = resolved
 
     def _build_observation_space(self, first: StepResult) -> None:
         schema = self.schema.get("reset_observation") or self.schema["observation"]
@@ -255,14 +278,17 @@ class GenericAdapter(Adapter):
                 f"Action fields {sorted(unknown)} are not in the action schema: {sorted(properties)}"
             )
         values = self.spec.action_values() if self.spec is not None else None
-        if values is not None and len(names) != 1:
+        declared = self.spec.action_space if self.spec is not None else None
+        if (values is not None or declared is not None) and len(names) != 1:
             raise ValueError(
                 f"The spec {self.spec.name!r} gives the action's values: name its one field, action=..."
             )  # type: ignore[union-attr]
         for name in names:
             self._action_constants.pop(name, None)
             node = resolve(properties[name], defs, frozenset())[0]
-            if values is None:
+            if declared is not None:
+                self._action_fields[name] = declared_field(declared, f"action.{name}")
+            elif values is None:
                 if _unbounded_integer(node):
                     self._unbounded_action = name
                 self._action_fields[name] = field_for(

@@ -576,6 +576,21 @@ def declared_field(space: spaces.Space[Any], path: str) -> Field:
         )
     if isinstance(space, spaces.Text):
         return Field(space, str, str, str)
+    if isinstance(space, spaces.Dict):
+        parts = {name: declared_field(part, f"{path}.{name}") for name, part in space.spaces.items()}
+
+        def decode_parts(value: Any) -> dict[str, Any]:
+            if not isinstance(value, dict) or set(value) != set(parts):
+                shown = sorted(value) if isinstance(value, dict) else type(value).__name__
+                raise ProtocolError(f"{path} has {shown}, but its declared space is {space}")
+            return {name: part.decode(value[name]) for name, part in parts.items()}
+
+        return Field(
+            space,
+            decode_parts,
+            lambda a: {name: part.encode(a[name]) for name, part in parts.items()},
+            lambda: {name: part.empty() for name, part in parts.items()},
+        )
     raise TypeError(
-        f"{path}: declare a Box, Discrete, MultiBinary or Text space (or None to infer), got {space}"
+        f"{path}: declare a Box, Discrete, MultiBinary, Text or Dict space (or None to infer), got {space}"
     )

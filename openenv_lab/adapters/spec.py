@@ -27,7 +27,7 @@ A spec may also hand a server to one of our family adapters (``family="chess"``:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,12 @@ class Spec:
             (None for inferred). None keeps every field.
         family: hand the server to one of our family adapters instead (``"chess"``, ``"atari"``).
         description: one line about the environment, for the docs' compatibility table.
+        action_space: the action field's space, declared (a ``Box`` for a list of numbers whose shape and
+            bounds the schema does not give), instead of ``actions``.
+        from_state: for servers whose instances differ (OpenSpiel's games, dm_control's tasks): a function
+            of what a session's ``state`` says after a reset (``{"game_name": "catch", ...}``) that
+            returns the spec of that instance, or None to keep this one. The server's HTTP ``/state``
+            carries only the base fields, so the adapter opens one short session to read it.
     """
 
     name: str
@@ -65,6 +71,8 @@ class Spec:
     observation: Mapping[str, spaces.Space[Any] | None] | Sequence[str] | None = None
     family: str | None = None
     description: str = ""
+    action_space: spaces.Space[Any] | None = None
+    from_state: Callable[[dict[str, Any]], Spec | None] | None = None
 
     def __post_init__(self) -> None:
         actions = self.actions
@@ -81,6 +89,14 @@ class Spec:
             raise ValueError(f"Spec {self.name!r}: actions must be a positive count, got {shown!r}")
         if isinstance(actions, (str, bytes)):
             raise ValueError(f"Spec {self.name!r}: actions must be a count or a list of values, not text")
+        if self.action_space is not None and actions is not None:
+            raise ValueError(
+                f"Spec {self.name!r}: declare the action's values (actions=) or its space, not both"
+            )
+        if self.action_space is not None and not isinstance(self.action_space, spaces.Space):
+            raise ValueError(
+                f"Spec {self.name!r}: action_space must be a gymnasium space, got {self.action_space!r}"
+            )
 
     def action_values(self) -> list[Any] | None:
         """The values the action takes, in the order of the ``Discrete`` indices (None: not declared)."""
@@ -102,6 +118,64 @@ class Spec:
         """Whether a server reporting these names is this spec's (names compared without case)."""
         mine = {name.lower() for name in self.servers}
         return any(name.lower() in mine for name in reported)
+
+
+#: The number of distinct actions of the OpenSpiel games the official ``openspiel_env`` is documented
+#: with (``pyspiel.load_game(name).num_distinct_actions()``); a game not listed gets the general spec.
+OPENSPIEL_ACTIONS = {
+    "2048": 4,
+    "blackjack": 2,
+    "catch": 3,
+    "cliff_walking": 4,
+    "connect_four": 7,
+    "kuhn_poker": 2,
+    "leduc_poker": 3,
+    "tic_tac_toe": 9,
+}
+_OPENSPIEL_SERVERS = ("OpenSpielEnvironment", "openspiel_env")
+_DM_CONTROL_SERVERS = ("DMControlEnvironment", "dm_control_env")
+
+
+def _openspiel_game(state: dict[str, Any]) -> Spec | None:
+    """The spec of the game a session of the official openspiel_env plays (its state names it)."""
+    game = state.get("game_name")
+    count = OPENSPIEL_ACTIONS.get(game) if isinstance(game, str) else None
+    if count is None:
+        return None
+    return Spec(
+        f"openspiel/{game}",
+        servers=_OPENSPIEL_SERVERS,
+        action="action_id",
+        actions=count,
+        legal_actions="legal_actions",
+        description=f"OpenSpiel's {game}: {count} action ids, the legal ones listed",
+    )
+
+
+def _dm_control_task(state: dict[str, Any]) -> Spec | None:
+    """The spec of the dm_control task a session runs: its state gives the action's shape and bounds and
+    each observation's shape (the schema has only ``list[float]`` and a free-form dict)."""
+    action, observations = state.get("action_spec"), state.get("observation_spec")
+    if not isinstance(action, dict) or not isinstance(observations, dict) or not observations:
+        return None
+    shape = tuple(int(n) for n in action["shape"])
+    low = np.asarray(action["minimum"], dtype=np.float64).reshape(shape)
+    high = np.asarray(action["maximum"], dtype=np.float64).reshape(shape)
+    observed = spaces.Dict(
+        {
+            name: spaces.Box(-np.inf, np.inf, tuple(int(n) for n in spec["shape"]), np.float64)
+            for name, spec in sorted(observations.items())
+        }
+    )
+    task = f"{state.get('domain_name')}/{state.get('task_name')}"
+    return Spec(
+        f"dm_control/{task}",
+        servers=_DM_CONTROL_SERVERS,
+        action="values",
+        action_space=spaces.Box(low, high, shape, np.float64),
+        observation={"observations": observed},
+        description=f"dm_control's {task}: the spaces its state gives",
+    )
 
 
 SPECS: dict[str, Spec] = {
@@ -147,6 +221,20 @@ SPECS: dict[str, Spec] = {
         ),
         Spec(
             "atari", servers=("AtariEnvironment", "atari_env"), family="atari", description="the ALE's games"
+        ),
+        Spec(
+            "openspiel",
+            servers=_OPENSPIEL_SERVERS,
+            action="action_id",
+            from_state=_openspiel_game,
+            description="OpenSpiel's games; the game a session plays (its state) gives the action count",
+        ),
+        Spec(
+            "dm_control",
+            servers=_DM_CONTROL_SERVERS,
+            action="values",
+            from_state=_dm_control_task,
+            description="dm_control's suite; the task a session runs (its state) gives the spaces",
         ),
     )
 }

@@ -322,6 +322,21 @@ class Client:
                 )
             time.sleep(interval)
 
+    def session_state(self, **reset_kwargs: Any) -> dict[str, Any]:
+        """What one instance of the environment says of itself: a short session is opened, reset with
+        ``reset_kwargs``, asked for its ``state`` and closed. OpenEnv's HTTP ``/state`` carries only the
+        base fields (``episode_id``, ``step_count``); a session's state has the environment's own (an
+        OpenSpiel game's name, a dm_control task's action spec). Remembered within `remembering`."""
+        key = ("session state", json.dumps(reset_kwargs, sort_keys=True, default=str))
+        if self._remembered is not None and key in self._remembered:
+            return copy.deepcopy(self._remembered[key])
+        with self.session() as session:
+            session.reset(**reset_kwargs)
+            state = session.state()
+        if self._remembered is not None:
+            self._remembered[key] = copy.deepcopy(state)
+        return state
+
     def session(self, **kwargs: Any) -> Session:
         """Open a new `Session` with this client's timeouts, keepalive and headers."""
         kwargs.setdefault("timeouts", self.timeouts)

@@ -164,7 +164,11 @@ class OpenEnvEnv(gym.Env):
             self._session = retry_after_collecting(self.client.session)
             if self.adapter.needs_probe:
                 first = self._session.reset(**self.adapter.reset_options)
-                set_up_adapter(self.adapter, self.client, first)
+                self.adapter.session_state = self._session.state
+                try:
+                    set_up_adapter(self.adapter, self.client, first)
+                finally:
+                    self.adapter.session_state = None
         except ServerError as exc:
             self.close()
             if exc.code != "EXECUTION_ERROR":

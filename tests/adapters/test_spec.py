@@ -41,3 +41,45 @@ def test_actions_that_are_neither_a_positive_count_nor_a_list_are_refused(action
 )
 def test_a_count_or_a_list_of_values_is_taken(actions, values):
     assert Spec("game", actions=actions).action_values() == values
+
+
+def test_a_declared_action_space_excludes_declared_values():
+    import numpy as np
+    from gymnasium import spaces
+
+    with pytest.raises(ValueError, match=r"declare the action.s values \(actions=\) or its space, not both"):
+        Spec("both", actions=3, action_space=spaces.Box(-1, 1, (1,), np.float64))
+    with pytest.raises(ValueError, match="action_space must be a gymnasium space"):
+        Spec("odd", action_space=[-1, 1])
+
+
+def test_the_official_openspiel_and_dm_control_specs_read_the_instance_from_its_state():
+    """What a session's state says (the official servers' own fields) picks the exact spec; a game or a
+    state the table does not know keeps the general one (None)."""
+    import numpy as np
+    from gymnasium import spaces
+
+    from openenv_lab.adapters.spec import SPECS
+
+    openspiel, dm_control = SPECS["openspiel"], SPECS["dm_control"]
+    game = openspiel.from_state({"game_name": "tic_tac_toe", "num_players": 2})
+    assert game.name == "openspiel/tic_tac_toe" and game.action_values() == list(range(9))
+    assert game.legal_actions == "legal_actions" and game.action == "action_id"
+    assert openspiel.from_state({"game_name": "go"}) is None and openspiel.from_state({}) is None
+    task = dm_control.from_state(
+        {
+            "domain_name": "walker",
+            "task_name": "walk",
+            "action_spec": {"shape": [6], "minimum": [-1.0] * 6, "maximum": [1.0] * 6},
+            "observation_spec": {"height": {"shape": []}, "velocity": {"shape": [9]}},
+        }
+    )
+    assert task.name == "dm_control/walker/walk"
+    assert task.action_space == spaces.Box(-1.0, 1.0, (6,), np.float64)
+    assert task.observation["observations"] == spaces.Dict(
+        {
+            "height": spaces.Box(-np.inf, np.inf, (), np.float64),
+            "velocity": spaces.Box(-np.inf, np.inf, (9,), np.float64),
+        }
+    )
+    assert dm_control.from_state({"episode_id": "x", "step_count": 0}) is None  # HTTP /state's fields only

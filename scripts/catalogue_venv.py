@@ -1,0 +1,86 @@
+"""A venv for the official OpenEnv environments whose packages are not ours: ``.venv-catalogue``.
+
+The conformance tests (tests/envs/test_official_envs.py) start each official environment from the
+unmodified copy of huggingface/OpenEnv, with the PyPI packages its own ``pyproject.toml`` names. Most need
+only what the project's venv has (openenv, numpy, ale-py, python-chess, moonfish); the ones listed in
+`PACKAGES` need simulators or game engines of their own, installed here, in a venv of their own so that
+their pins never touch the project's. The servers run with this venv's Python; our client, in the
+project's venv, plays them over the wire, as a user's would.
+
+    python scripts/catalogue_venv.py            # make or update .venv-catalogue (about a minute)
+    python scripts/catalogue_venv.py --print    # print its Python's path, making it first if needed
+
+The venv is made again only when `PACKAGES` change (a stamp file inside it holds the list it was made
+with). ``$OPENENV_LAB_CATALOGUE_PYTHON`` pointed at its Python tells the tests where it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv-catalogue"
+STAMP = VENV / "openenv-lab-catalogue.json"
+
+#: What each environment run from this venv needs beyond openenv itself, as its pyproject.toml names it
+#: (OpenSpiel's says pyspiel is built from source in its image; PyPI has had it as ``open_spiel`` since).
+PACKAGES = {
+    "openspiel_env": ["open_spiel==2.0.2"],
+    "dm_control_env": ["dm_control==1.0.52", "mujoco==4.0.1"],
+}
+#: The framework, at the version the project's tests pin (.ci/constraints.txt).
+BASE = ["openenv[core]==0.10.0", "numpy==2.4.6"]
+
+
+def wanted() -> list[str]:
+    return sorted({*BASE, *(package for packages in PACKAGES.values() for package in packages)})
+
+
+def python_of(folder: Path) -> Path:
+    return folder / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+
+
+def up_to_date() -> bool:
+    try:
+        return json.loads(STAMP.read_text()) == wanted() and python_of(VENV).exists()
+    except (OSError, ValueError):
+        return False
+
+
+def make() -> Path:
+    """Make (or re-make) the venv when its packages differ from `PACKAGES`; its Python."""
+    if up_to_date():
+        return python_of(VENV)
+    started = time.monotonic()
+    if VENV.exists():
+        shutil.rmtree(VENV)
+    venv.EnvBuilder(with_pip=True).create(VENV)
+    command = [str(python_of(VENV)), "-m", "pip", "install", "-q", *wanted()]
+    print("+", " ".join(command[2:]), flush=True)
+    done = subprocess.run(command, check=False)
+    if done.returncode != 0:
+        shutil.rmtree(VENV, ignore_errors=True)  # never leave a half-made venv that looks finished
+        raise SystemExit(f"pip could not install the catalogue's packages (exit {done.returncode})")
+    STAMP.write_text(json.dumps(wanted()) + "\n")
+    print(f"Made {VENV.name} in {time.monotonic() - started:.0f} s: {', '.join(wanted())}", flush=True)
+    return python_of(VENV)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--print", action="store_true", help="print the venv's Python (made first if needed)")
+    args = parser.parse_args()
+    python = make()
+    if args.print:
+        print(python)
+
+
+if __name__ == "__main__":
+    main()
