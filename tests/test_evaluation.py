@@ -269,9 +269,49 @@ def test_no_detectable_difference_says_how_many_episodes_would_be_needed():
 
 def test_identical_returns_are_said_to_be_identical():
     a = evaluation(dict.fromkeys(range(5), 1.0), policy="a")
-    assert openenv_lab.compare(a, evaluation(dict.fromkeys(range(5), 1.0), policy="b")).verdict == (
-        "a and b got the same return on each of the 5 seeds."
+    same = openenv_lab.compare(a, evaluation(dict.fromkeys(range(5), 1.0), policy="b"))
+    assert same.verdict == "a and b got the same return on each of the 5 seeds."
+    assert same.p_value == 1.0  # no pair differs: nothing is evidence (mutation: p = 2.0)
+
+
+# What the verdicts say, word for word where a reader takes numbers from them. Mutations these guard
+# (survivors of a mutmut pass over evaluation.py): the confidence level left out, the ± half-width of the
+# interval computed wrongly, the "would need far more episodes" branch taken for every verdict, the
+# sampled p-value drawn from an unseeded generator (a comparison that changes from run to run).
+
+
+def test_a_winners_verdict_gives_the_level_and_the_half_width_of_its_interval():
+    rng = np.random.default_rng(0)
+    a = evaluation({s: 1.0 + float(rng.normal(0, 0.2)) for s in range(20)}, policy="a")
+    b = evaluation({s: float(rng.normal(0, 0.2)) for s in range(20)}, policy="b")
+    result = EvaluationComparison(a, b, confidence=0.9)
+    low, high = result.ci
+    assert result.verdict.startswith(f"a beats b by {abs(result.mean):.3g} ± {(high - low) / 2:.2g} (90% CI")
+    assert f"{low:+.3g} to {high:+.3g}), p = {result.p_value:.2g}, over 20 paired seeds." in result.verdict
+
+
+def test_no_difference_says_the_level_and_when_no_count_of_episodes_would_do():
+    # A mean difference of exactly zero with some spread: no number of episodes detects it.
+    a = evaluation({s: float(s % 2) for s in range(10)}, policy="a")
+    b = evaluation({s: float((s + 1) % 2) for s in range(10)}, policy="b")
+    result = openenv_lab.compare(a, b)
+    assert result.mean == 0.0 and result.needed is None
+    assert "(95% CI" in result.verdict
+    assert result.verdict.endswith("a difference this small would need far more episodes.")
+    some = openenv_lab.compare(
+        evaluation({s: float(s % 3) + 0.1 for s in range(12)}, policy="a"),
+        evaluation({s: float((s + 1) % 3) for s in range(12)}, policy="b"),
     )
+    assert some.needed is not None
+    assert some.verdict.endswith("would be needed to detect a difference of this size (80% power).")
+
+
+def test_a_sampled_p_value_is_the_same_every_time():
+    differences = [3, 1, 2, -1, 2, 1, 2, 3, 1, 1, -1, 2, 1, -3, 2, 1, 1, 1, 2, 1, -1, 1, 1, -2]
+    a = evaluation({seed: 10.0 + d for seed, d in enumerate(differences)}, policy="a")
+    b = evaluation(dict.fromkeys(range(len(differences)), 10.0), policy="b")
+    p_values = {openenv_lab.compare(a, b).p_value for _ in range(3)}
+    assert len(p_values) == 1, p_values
 
 
 def test_pairs_are_the_seeds_both_played_without_failing():
