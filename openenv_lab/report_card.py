@@ -37,6 +37,7 @@ import importlib.util
 import itertools
 import json
 import math
+import re
 import subprocess
 import sys
 import uuid
@@ -260,6 +261,9 @@ def _openenv_validate(url: str) -> Check:
     return Check(name, "fail", f"failed: {', '.join(failed) or 'see the report'}", values)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _check_env(env: gym.Env) -> Check:
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -270,7 +274,8 @@ def _check_env(env: gym.Env) -> Check:
     except OpenEnvError as exc:  # a sampled action the server refused: the space is wider than the game
         said = str(exc).splitlines()[0][:300]
         return Check("gymnasium check_env", "fail", f"the server refused what the checker sent: {said}")
-    notes = sorted({str(w.message).splitlines()[0][:120] for w in caught})
+    # gymnasium colours its warnings for terminals: the card keeps their words only.
+    notes = sorted({_ANSI.sub("", str(w.message)).splitlines()[0][:120] for w in caught})
     if notes:
         return Check("gymnasium check_env", "warn", f"passes, with warnings: {'; '.join(notes)}")
     return Check("gymnasium check_env", "pass", "passes")

@@ -118,3 +118,21 @@ def test_a_plain_int_without_a_list_samples_small_values_in_one_env_or_many(fram
         envs.step(actions)
     finally:
         envs.close()
+
+
+def test_the_card_passes_check_env_with_warnings_and_sees_done_answered_again(
+    framework_tally, framework_kitchen
+):
+    """The report card's branches no other test reaches (survivors of a mutmut pass over
+    report_card.py): gymnasium's checker passing with warnings (kitchen's unbounded floats), in plain words,
+    and a step after the end answered ``done`` again (tally counts on past its fifth step)."""
+    kitchen = quietly(openenv_lab.check, framework_kitchen, validate=False, episodes=2, steps=5)
+    checked = kitchen["gymnasium check_env"]
+    assert checked.status == "warn", checked
+    assert checked.detail.startswith("passes, with warnings: WARN: A Box observation space m"), checked
+    assert "\x1b" not in checked.detail  # gymnasium's terminal colours left out
+    card = quietly(openenv_lab.check, framework_tally, validate=False, episodes=2, steps=5)
+    endings = card["episode endings"]
+    assert endings.status == "pass" and endings.values["after_end"] == "answered done again"
+    assert endings.detail == "2 terminated, 0 truncated; a step after the end was answered done again"
+    assert card["gymnasium check_env"].detail == "passes" and card.passed
