@@ -145,3 +145,33 @@ def test_the_card_shows_itself_in_a_notebook():
     page = card._repr_html_()
     assert page.count("<tr>") == len(card.checks) and "all checks passed" in page
     assert json.loads(card.to_json())["passed"] is True
+
+
+def test_the_observation_schema_check_names_where_an_observation_breaks_it():
+    """Its branches in isolation (survivors of a mutmut pass over report_card.py): no observation model
+    at all, the path inside a nested observation, and the envelope fields (reward, done, metadata) that
+    travel beside the observation, never in it, even where a schema requires them."""
+    from openenv_lab.report_card import _observation_schema
+
+    missing = _observation_schema({"action": {}}, [{"x": 1}])
+    assert (missing.status, missing.detail) == ("fail", "/schema has no observation model")
+    schema = {
+        "observation": {
+            "type": "object",
+            "properties": {
+                "board": {
+                    "type": "object",
+                    "properties": {"cells": {"type": "array", "items": {"type": "integer"}}},
+                },
+                "done": {"type": "boolean"},
+            },
+            "required": ["board", "done"],
+        }
+    }
+    fine = _observation_schema(schema, [{"board": {"cells": [1, 2]}}, None])
+    assert fine.status == "pass" and fine.values == {"observations": 1}
+    broken = _observation_schema(schema, [{"board": {"cells": [1]}}, {"board": {"cells": [1, "x"]}}])
+    assert broken.status == "fail"
+    assert broken.detail == "observation 1: board/cells/1: 'x' is not of type 'integer'"
+    whole = _observation_schema(schema, [[1, 2]])
+    assert whole.detail.startswith("observation 0: the observation: [1, 2] is not of type 'object'")

@@ -33,6 +33,7 @@ def test_actions_that_are_neither_a_positive_count_nor_a_list_are_refused(action
     ("actions", "values"),
     [
         (3, [0, 1, 2]),
+        (1, [0]),  # one action is a game too (mutation: a count must be above 1)
         (np.int64(2), [0, 1]),
         (["left", "right"], ["left", "right"]),
         ((1, 2, 3), [1, 2, 3]),

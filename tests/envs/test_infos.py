@@ -171,3 +171,13 @@ def test_a_float_beside_ints_is_not_rounded():
     assert infos["x"].tolist() == [3.0, 2.5] and infos["x"].dtype == np.float64
     big = add_info(add_info({}, {"x": 2**60 + 1}, 0, 2), {"x": 0.5}, 1, 2)
     assert big["x"].tolist() == [2**60 + 1, 0.5]  # a float64 would round the first
+
+
+def test_split_infos_keeps_a_key_of_the_users_that_starts_with_an_underscore_and_gives_python_scalars():
+    """Mutations this guards (survivors of a mutmut pass over infos.py): every ``_key`` taken for a mask,
+    whether or not ``key`` is there; numpy scalars handed back as they are."""
+    infos = add_info({}, {"_private": 7, "lives": np.int64(3)}, row=0, rows=2)
+    infos = add_info(infos, {"lives": 2}, row=1, rows=2)
+    rows = split_infos(infos, 2)
+    assert rows == [{"_private": 7, "lives": 3}, {"lives": 2}]
+    assert type(rows[0]["lives"]) is int and type(rows[0]["_private"]) is int
