@@ -3,8 +3,8 @@
 The conformance tests (tests/envs/test_official_envs.py) start each official environment from the
 unmodified copy of huggingface/OpenEnv, with the PyPI packages its own ``pyproject.toml`` names. Most need
 only what the project's venv has (openenv, numpy, ale-py, python-chess, moonfish); the ones listed in
-`PACKAGES` need simulators or game engines of their own, installed here, in a venv of their own so that
-their pins never touch the project's. The servers run with this venv's Python; our client, in the
+`PACKAGES` need simulators, game engines or libraries of their own, installed here, in a venv of their
+own so that their pins never touch the project's. The servers run with this venv's Python; our client, in the
 project's venv, plays them over the wire, as a user's would.
 
     python scripts/catalogue_venv.py            # make or update .venv-catalogue (about a minute)
@@ -34,6 +34,7 @@ STAMP = VENV / "openenv-lab-catalogue.json"
 PACKAGES = {
     "openspiel_env": ["open_spiel==2.0.2"],
     "dm_control_env": ["dm_control==1.0.52", "mujoco==4.0.1"],
+    "textarena_env": ["textarena==0.7.4", "nltk==3.10.4", "gradio==6.31.0"],
 }
 #: The framework, at the version the project's tests pin (.ci/constraints.txt).
 BASE = ["openenv[core]==0.10.0", "numpy==2.4.6"]

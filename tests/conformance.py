@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,7 +42,10 @@ def _root() -> Path | None:
 
 ROOT = _root()
 #: The official environments run with the catalogue venv's Python (scripts/catalogue_venv.py).
-CATALOGUE = ("openspiel_env", "dm_control_env")
+CATALOGUE = ("openspiel_env", "dm_control_env", "textarena_env")
+#: Environments whose modules import each other as a package (``from .models import``): run as
+#: ``<name>.server.app:app`` from a folder where the copy's directory is that package (a link to it).
+PACKAGED = ("textarena_env",)
 
 
 def catalogue_python() -> str:
@@ -87,6 +91,12 @@ class OfficialServer:
         if name == "atari_env":
             pytest.importorskip("ale_py", reason="the official atari_env needs ale-py")
         python = catalogue_python() if name in CATALOGUE else sys.executable
+        app, path, cwd = f"envs.{name}.server.app:app", str(root), root
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        if name in PACKAGED:
+            self._folder = tempfile.TemporaryDirectory(prefix="openenv-lab-official-")
+            (Path(self._folder.name) / name).symlink_to(root / "envs" / name, target_is_directory=True)
+            app, path, cwd = f"{name}.server.app:app", self._folder.name, Path(self._folder.name)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
@@ -97,14 +107,14 @@ class OfficialServer:
                 python,
                 "-m",
                 "uvicorn",
-                f"envs.{name}.server.app:app",
+                app,
                 "--host",
                 "127.0.0.1",
                 "--port",
                 str(port),
             ],
-            cwd=root,
-            env={**os.environ, "PYTHONPATH": str(root), **(environment or {})},
+            cwd=cwd,
+            env={**os.environ, "PYTHONPATH": path, **(environment or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -134,6 +144,8 @@ class OfficialServer:
                 self.process.wait()
         if self.process.stderr is not None:
             self.process.stderr.close()
+        if self._folder is not None:
+            self._folder.cleanup()
 
     def __enter__(self) -> OfficialServer:
         return self

@@ -61,7 +61,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "episodes_from": "Pong with RAM observations and 16 frames a step (a JSON screen costs ~30 ms)",
         "check_env": "fails: the official atari_env ignores reset(seed=...), so two seeded runs differ",
     },
-    # Run with the catalogue venv's Python (tests/conformance.py): open_spiel, dm_control and mujoco.
+    # Run with the catalogue venv's Python (tests/conformance.py): open_spiel, dm_control and mujoco,
+    # textarena.
     "openspiel_env": {
         "adapter": GenericAdapter,
         "action": spaces.Discrete(3),
@@ -81,6 +82,13 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "episodes_from": "tic_tac_toe against the server's random opponent",
         "check_env": "fails: the official openspiel_env ignores reset(seed=...), so its opponent's "
         "replies differ",
+    },
+    "textarena_env": {
+        "adapter": GenericAdapter,
+        "masked": False,
+        # nltk's data is a download: the number game needs none of it.
+        "server": {"TEXTARENA_ENV_ID": "GuessTheNumber-v0", "TEXTARENA_DOWNLOAD_NLTK": "0"},
+        "episodes_from": "GuessTheNumber-v0 with random text for guesses, which the game echoes back",
     },
     "dm_control_env": {
         "adapter": GenericAdapter,
@@ -145,7 +153,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "run it beside a Docker engine",
     ),
     "terminus_env": ("E2B cloud sandboxes (an API key and network)", "set E2B_API_KEY and run its image"),
-    "textarena_env": ("not yet tested here (textarena, nltk)", "run its Docker image"),
     "websearch_env": ("a web search API (a key and network)", "run its image with its key set"),
     "wildfire_env": (
         "not yet tested here: its action is free text, a Spec is to be written",
