@@ -8,6 +8,8 @@ seeding, and a clear error instead of a silent new game when stepping a finished
 
 from __future__ import annotations
 
+import hashlib
+import json
 import weakref
 from typing import Any, ClassVar
 
@@ -17,6 +19,7 @@ from ..adapters import Adapter, GenericAdapter
 from ..client import (
     Client,
     ConnectError,
+    EnvironmentMismatch,
     Keepalive,
     ProtocolError,
     ServerError,
@@ -169,6 +172,7 @@ class OpenEnvEnv(gym.Env):
                     set_up_adapter(self.adapter, self.client, first)
                 finally:
                     self.adapter.session_state = None
+            self._schema_at_make = self._schema_digest()
         except ServerError as exc:
             self.close()
             if exc.code != "EXECUTION_ERROR":
@@ -213,8 +217,31 @@ class OpenEnvEnv(gym.Env):
         assert self._session is not None
         return self.episode.reset_result(self._session.reset(**kwargs))
 
+    def _schema_digest(self) -> str:
+        """The SHA-256 of the server's action and observation models (``/schema``), what the spaces are of."""
+        schema = self.client.schema()
+        models = {key: schema.get(key) for key in ("action", "observation", "reset_observation")}
+        return hashlib.sha256(json.dumps(models, sort_keys=True).encode()).hexdigest()
+
     def _reconnect(self) -> None:
-        """Open a new session, restarting an embedded server that died (it may come back on a new port)."""
+        """Open a new session, restarting an embedded server that died (it may come back on a new port),
+        and refuse a server that now publishes other action or observation models than at make (restarted
+        at another version, say): the spaces made then would be wrong."""
+        self._open_session()
+        if self._schema_digest() != self._schema_at_make:
+            session, self._session = self._session, None
+            if session is not None:
+                session.close()
+            raise EnvironmentMismatch(
+                f"The server at {self.base_url} now publishes other action or observation models (/schema) "
+                "than when this environment was made: its spaces would be wrong for it. Make the "
+                "environment again (gym.make) to play the server as it is now.",
+                asked="the /schema read at make",
+                reported="another /schema",
+                url=self.base_url,
+            )
+
+    def _open_session(self) -> None:
         for attempt in range(2):
             url = self.launcher.start()
             if url != self.base_url:

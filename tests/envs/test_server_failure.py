@@ -126,3 +126,34 @@ def test_a_replica_restarted_on_its_port_takes_its_sub_environments_back():
             assert {e.base_url for e in envs.unwrapped.episodes} == set(alone.urls)
         finally:
             envs.close()
+
+
+def test_a_server_back_with_other_models_is_refused_and_one_back_as_it_was_plays_on():
+    """The session is lost and the server at the URL comes back: as it was, the next reset plays on; with
+    other action or observation models (another version, another environment), the reset raises
+    EnvironmentMismatch rather than play it with the spaces made for the old one."""
+    from openenv_lab.client import EnvironmentMismatch
+    from tests.helpers import serve_cli
+
+    process, banner = serve_cli("echo")
+    url = banner[0].split(" listening on ")[1].split()[0]
+    port = url.rsplit(":", 1)[1]
+    env = gym.make("openenv/remote", base_url=url)
+    try:
+        env.reset(seed=0)
+        for server in ("echo", "chess"):
+            process.terminate()
+            process.wait(10)
+            process, _ = serve_cli(server, "--port", port)  # back on the same URL
+            with pytest.raises(SessionClosed):
+                env.step("hi")  # the old session is gone
+            if server == "echo":
+                env.reset(seed=1)
+                assert env.step("hi")[1] > 0
+            else:
+                with pytest.raises(EnvironmentMismatch, match=r"now publishes other action or observation"):
+                    env.reset(seed=2)
+    finally:
+        env.close()
+        process.terminate()
+        process.wait(10)
