@@ -36,8 +36,9 @@ PACKAGES = {
     "dm_control_env": ["dm_control==1.0.52", "mujoco==4.0.1"],
     "textarena_env": ["textarena==0.7.4", "nltk==3.10.4", "gradio==6.31.0"],
 }
-#: The framework, at the version the project's tests pin (.ci/constraints.txt).
-BASE = ["openenv[core]==0.10.0", "numpy==2.4.6"]
+#: The framework, at the version the project's tests pin (.ci/constraints.txt); pytest and gunicorn for
+#: the official test files of tests/envs/ (which start their servers with gunicorn).
+BASE = ["openenv[core]==0.10.0", "numpy==2.4.6", "pytest==9.2.0", "gunicorn==27.0.1"]
 
 
 def wanted() -> list[str]:
