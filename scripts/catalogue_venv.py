@@ -38,7 +38,7 @@ PACKAGES = {
 }
 #: The framework, at the version the project's tests pin (.ci/constraints.txt); pytest and gunicorn for
 #: the official test files of tests/envs/ (which start their servers with gunicorn).
-BASE = ["openenv[core]==0.10.0", "numpy==2.4.6", "pytest==9.2.0", "gunicorn==27.0.1"]
+BASE = ["openenv==0.10.0", "numpy==2.4.6", "pytest==9.2.0", "gunicorn==27.0.1"]
 
 
 def wanted() -> list[str]:
