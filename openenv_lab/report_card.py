@@ -191,7 +191,8 @@ def check(
             checks.append(_determinism(report))
             checks.append(_state_contract(env))
             observations, rewards, missing, endings, after_end = _episodes(env, episodes, max_episode_steps)
-            checks.append(_observation_schema(env.unwrapped.client.schema(), observations))
+            left_out = env.unwrapped.adapter.raw_fields_left_out
+            checks.append(_observation_schema(env.unwrapped.client.schema(), observations, left_out))
             checks.append(_rewards_sent(missing))
             declared = reward_range or getattr(env.unwrapped.adapter, "reward_range", None)
             sent = [reward for reward, gone in zip(rewards, missing, strict=True) if not gone]
@@ -376,7 +377,11 @@ def _step_after_end(env: gym.Env, action: Any) -> str:
     return "accepted" if not result.done else "answered done again"
 
 
-def _observation_schema(schema: dict[str, Any], observations: list[Any]) -> Check:
+def _observation_schema(
+    schema: dict[str, Any], observations: list[Any], left_out: tuple[str, ...] = ()
+) -> Check:
+    """Every observation seen against ``/schema``'s observation model (``left_out``: fields the adapter
+    keeps out of ``info["raw_observation"]``, not required there)."""
     name = "observation schema"
     try:
         import jsonschema
@@ -386,7 +391,9 @@ def _observation_schema(schema: dict[str, Any], observations: list[Any]) -> Chec
     if not model:
         return Check(name, "fail", "/schema has no observation model")
     model["properties"] = {k: v for k, v in model.get("properties", {}).items() if k not in ENVELOPE_FIELDS}
-    model["required"] = [k for k in model.get("required", []) if k not in ENVELOPE_FIELDS]
+    model["required"] = [
+        k for k in model.get("required", []) if k not in ENVELOPE_FIELDS and k not in left_out
+    ]
     validator = jsonschema.Draft202012Validator(model)
     seen = [o for o in observations if o is not None]
     for index, observation in enumerate(seen):

@@ -175,3 +175,22 @@ def test_the_observation_schema_check_names_where_an_observation_breaks_it():
     assert broken.detail == "observation 1: board/cells/1: 'x' is not of type 'integer'"
     whole = _observation_schema(schema, [[1, 2]])
     assert whole.detail.startswith("observation 0: the observation: [1, 2] is not of type 'object'")
+
+
+def test_fields_an_adapter_keeps_out_of_info_are_not_required_there():
+    """The Atari family keeps the screen out of ``info["raw_observation"]`` (it is the observation): the
+    schema check must not call that a server breaking its schema (as it did on the official atari_env)."""
+    from openenv_lab.adapters import AtariAdapter
+    from openenv_lab.report_card import _observation_schema
+
+    schema = {
+        "observation": {
+            "type": "object",
+            "properties": {"screen": {"type": "array"}, "lives": {"type": "integer"}},
+            "required": ["screen", "lives"],
+        }
+    }
+    seen = [{"lives": 3}]
+    assert _observation_schema(schema, seen).status == "fail"
+    assert _observation_schema(schema, seen, AtariAdapter.raw_fields_left_out).status == "pass"
+    assert _observation_schema(schema, [{"screen": []}], AtariAdapter.raw_fields_left_out).status == "fail"

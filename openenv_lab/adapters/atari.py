@@ -178,6 +178,7 @@ class AtariAdapter(Adapter):
     needs_probe: ClassVar[bool] = True
     derive_seeds: ClassVar[bool] = False
     env_attributes: ClassVar[tuple[str, ...]] = ("ale", "get_action_meanings", "_frameskip")
+    raw_fields_left_out: ClassVar[tuple[str, ...]] = ("screen", "screen_b64")
     #: Settings a curriculum may change between episodes (the spaces stay the same).
     reset_option_names: ClassVar[tuple[str, ...]] = (
         "mode",
@@ -330,8 +331,8 @@ class AtariAdapter(Adapter):
         info = base_info(result)
         for key in ("lives", "episode_frame_number", "frame_number"):
             info[key] = raw.get(key, 0)
-        raw.pop("screen", None)  # keep info light: the screen is the observation
-        raw.pop("screen_b64", None)
+        for name in self.raw_fields_left_out:  # keep info light: the screen is the observation
+            raw.pop(name, None)
         terminated = truncated = False
         if result.done:
             reason = metadata.get("end_reason", "game_over")

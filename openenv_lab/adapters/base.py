@@ -169,6 +169,9 @@ class Adapter(ABC):
     #: Set by a single env before `setup`: reads the state of the session it probed (after its reset),
     #: for an adapter that needs what an instance says of itself. None: open a session to read it.
     session_state: Callable[[], dict[str, Any]] | None = None
+    #: Observation fields left out of ``info["raw_observation"]`` to keep infos light (the screen, which is
+    #: the observation itself): the report card's schema check does not look for them there.
+    raw_fields_left_out: ClassVar[tuple[str, ...]] = ()
     #: The reset options a vector env's ``set_attr`` may change between episodes (a curriculum's next
     #: opponent or difficulty): each sub-environment sends the new value from its next reset on.
     reset_option_names: ClassVar[tuple[str, ...]] = ()
