@@ -83,6 +83,14 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "check_env": "fails: the official openspiel_env ignores reset(seed=...), so its opponent's "
         "replies differ",
     },
+    "wildfire_env": {
+        "adapter": GenericAdapter,
+        "masked": False,
+        "episodes_from": "random text for the action, which the server scores as an invalid order "
+        "(-0.05): its schema says only 'str', and a Spec with its three orders and the cell to act on is "
+        "still to be written",
+        "check_env": "fails: the official wildfire_env ignores reset(seed=...), so the fire starts anywhere",
+    },
     "textarena_env": {
         "adapter": GenericAdapter,
         "masked": False,
@@ -154,10 +162,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     ),
     "terminus_env": ("E2B cloud sandboxes (an API key and network)", "set E2B_API_KEY and run its image"),
     "websearch_env": ("a web search API (a key and network)", "run its image with its key set"),
-    "wildfire_env": (
-        "not yet tested here: its action is free text, a Spec is to be written",
-        "run its image",
-    ),
 }
 
 
