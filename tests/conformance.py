@@ -26,7 +26,6 @@ import httpx
 import pytest
 
 COMMIT = "385de5eb"
-ENVIRONMENTS = ("connect4_env", "maze_env", "grid_world_env", "echo_env", "chess_env", "atari_env")
 
 
 def _root() -> Path | None:

@@ -10,7 +10,7 @@ import warnings
 import gymnasium as gym
 import pytest
 
-import openenv_lab
+import openenv_lab  # noqa: F401 - registers the openenv/* ids
 from openenv_lab.envs import ENV_IDS
 
 
