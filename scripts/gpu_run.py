@@ -8,10 +8,14 @@ before and after (notebook 04), and the environment's share of a multi-turn roll
 docs through ``scripts/render_benchmarks.py``, never by hand.
 
 The model comes from the Hugging Face cache, a local folder (``--model PATH``: on a machine without
-network access, copy the weights there first), or a download where the network allows it.
+network access, copy the weights there first), or a download where the network allows it. ``--tiny``
+builds the tests' tiny random Qwen2 instead (nothing downloaded): it checks that the GPU path runs (bf16,
+LoRA, generation on the device, the servers beside it) where no real weights can be had, and its rewards
+and mate rates mean nothing. ``--steps`` trains fewer steps than the notebooks' own, for such a check.
 
     python scripts/gpu_run.py --json benchmarks/results/gpu.json
     python scripts/gpu_run.py --model /models/Qwen2.5-0.5B-Instruct --minutes 4
+    python scripts/gpu_run.py --tiny --steps 20 --minutes 5
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -51,12 +57,44 @@ def gpu() -> str | None:
     return None
 
 
-def run_notebook(path: Path, model: str, minutes: float) -> dict[str, Any]:
+#: The notebooks' GPU step budgets, as their training cells write them (``--steps`` replaces the number).
+MAX_STEPS = re.compile(r"max_steps=(\d+) if FULL")
+
+
+def tiny_model(folder: Path) -> str:
+    """The tests' tiny random Qwen2 and its byte-level BPE, saved in ``folder``: a model to check the GPU
+    path with where no weights can be downloaded (what it learns means nothing)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers import tiny_chat_model
+
+    corpus = [
+        "You are a chess engine. Answer with one move in UCI notation, such as e2e4, and nothing else.",
+        "Position (FEN): rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 Legal moves: e2e4 d2d4",
+    ]
+    tokenizer, model = tiny_chat_model(corpus)
+    tokenizer.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return str(folder)
+
+
+def with_steps(source: str, steps: int) -> str:
+    """A training cell's source with its GPU step budget set to ``steps``."""
+    changed, count = MAX_STEPS.subn(f"max_steps={steps} if FULL", source)
+    return changed if count else source
+
+
+def run_notebook(path: Path, model: str, minutes: float, steps: int | None = None) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     nb = nbformat.read(path, as_version=4)
+    if steps is not None:
+        sources = [cell.source for cell in nb.cells]
+        for cell in nb.cells:
+            cell.source = with_steps(cell.source, steps)
+        if sources == [cell.source for cell in nb.cells]:
+            raise SystemExit(f"gpu_run: no 'max_steps=N if FULL' in {path.name}; --steps cannot apply")
     nb.cells.append(nbformat.v4.new_code_cell(REPORT_CELL))
     os.environ.update({"OPENENV_LAB_SMOKE": "0", "OPENENV_LAB_MODEL": model})
     client = NotebookClient(
@@ -81,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--model", default=MODEL, help=f"a name in the HF cache, or a folder (default {MODEL})"
     )
-    parser.add_argument("--minutes", type=float, default=4.0, help="the most one notebook may run")
+    parser.add_argument(
+        "--tiny", action="store_true", help="the tests' tiny random model, built here (a check of the path)"
+    )
+    parser.add_argument("--steps", type=int, default=None, help="train this many steps, not the notebooks'")
+    parser.add_argument("--minutes", type=float, default=4.0, help="the most one cell may run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
     device = gpu()
@@ -91,9 +133,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    report: dict[str, Any] = {"device": device, "model": args.model, "notebooks": []}
+    if args.tiny:
+        args.model = tiny_model(Path(tempfile.mkdtemp(prefix="tiny-qwen2-")))
+    report: dict[str, Any] = {
+        "device": device,
+        "model": "tiny random Qwen2 (a check of the path)" if args.tiny else args.model,
+        "steps": args.steps,
+        "notebooks": [],
+    }
     for notebook in NOTEBOOKS:
-        row = run_notebook(ROOT / notebook, args.model, args.minutes)
+        row = run_notebook(ROOT / notebook, args.model, args.minutes, args.steps)
         report["notebooks"].append(row)
         print(json.dumps(row), flush=True)
     with_tools = ROOT / "benchmarks" / "results" / ".gpu-trl-tools.json"
