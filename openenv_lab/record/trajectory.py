@@ -126,7 +126,6 @@ class Trajectory:
             .when(pl.col("truncated").any())
             .then(pl.lit("truncated"))
             .otherwise(pl.lit("running"))
-            .first()
             .alias("ended"),
         )
 
