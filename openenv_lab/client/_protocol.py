@@ -74,6 +74,8 @@ def _dumps(message: Any) -> str:
     return _strict_dumps(message)
 
 
+# Not orjson, although it parses our replies faster than pydantic's (benchmarks/levers.py measures both):
+# it turns an integer beyond 64 bits into a float, and a scan for one costs more than the saving.
 try:  # pydantic's JSON parser (pydantic comes with openenv): json.loads' values, faster on numbers
     from pydantic_core import from_json as _fast_loads
 except ImportError:  # pragma: no cover - the client also works without it

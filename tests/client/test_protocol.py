@@ -223,15 +223,40 @@ JSON_DOCUMENTS = [
 ]
 
 
+def _parsers():
+    from pydantic_core import from_json
+
+    return {"pydantic": from_json, "json-module": None}
+
+
 @pytest.mark.parametrize("document", JSON_DOCUMENTS)
-@pytest.mark.parametrize("fast", [True, False], ids=["pydantic-parser", "json-module"])
-def test_replies_decode_exactly_as_json_loads(document, fast, monkeypatch):
+@pytest.mark.parametrize("parser", list(_parsers()))
+def test_replies_decode_exactly_as_json_loads(document, parser, monkeypatch):
     from openenv_lab.client import _protocol
 
-    if not fast:
-        monkeypatch.setattr(_protocol, "_fast_loads", None)
+    monkeypatch.setattr(_protocol, "_fast_loads", _parsers()[parser])
     assert repr(_protocol._loads(document)) == repr(json.loads(document))
     assert repr(_protocol._loads(document.encode())) == repr(json.loads(document))
+
+
+_documents = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_documents, st.booleans())
+def test_any_document_decodes_as_json_loads_does(value, ascii_only):
+    from openenv_lab.client import _protocol
+
+    document = json.dumps(value, ensure_ascii=ascii_only)
+    assert repr(_protocol._loads(document)) == repr(json.loads(document))
 
 
 @pytest.mark.parametrize("document", ["[1,]", "01", '{"a": 1} x', "", "nan"])
