@@ -33,8 +33,10 @@ RESULTS = ROOT / "benchmarks" / "results" / "harness.json"
 COMPATIBILITY = ROOT / "benchmarks" / "results" / "compatibility.json"
 #: Written by benchmarks/notebook_memory.py --json.
 NOTEBOOK_MEMORY = ROOT / "benchmarks" / "results" / "notebook_memory.json"
+#: Written by benchmarks/levers.py --json.
+LEVERS = ROOT / "benchmarks" / "results" / "levers.json"
 #: Blocks read from a JSON file of their own rather than the harness's.
-OWN_FILES = {"compatibility": COMPATIBILITY, "notebook_memory": NOTEBOOK_MEMORY}
+OWN_FILES = {"compatibility": COMPATIBILITY, "notebook_memory": NOTEBOOK_MEMORY, "levers": LEVERS}
 DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "docs" / "ray.md")
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
@@ -392,6 +394,50 @@ def ceilings(section: dict[str, Any]) -> str:
     return f"{targets}\n\n{reach_table}\n\n{transport}\n\n{split}\n\n{client_table}"
 
 
+def levers(section: dict[str, Any]) -> str:
+    """The client's speed levers (benchmarks/levers.py): parsers, the work beyond the wire beside
+    gymnasium's own, batch decoding, N=1 and cold start."""
+    parsers = _table(
+        [
+            "JSON parser, µs per env step (make_vec 16 reply)",
+            "pydantic (ours)",
+            "orjson",
+            "json",
+            "scan for 19+ digits",
+        ],
+        [
+            [family, *(f"{row[k]:.2f}" for k in ("pydantic", "orjson", "json", "scan for 19+ digits"))]
+            for family, row in section["parsers_us_per_env"].items()
+        ],
+    )
+    parts = ("decode", "batched infos", "observations batched", "ours, together")
+    gym_key = "gymnasium SyncVectorEnv, the same transitions"
+    beyond = _table(
+        ["beyond the wire, µs per env step", *parts, "gymnasium's SyncVectorEnv, same transitions"],
+        [
+            [family, *(f"{row[k]:.2f}" for k in (*parts, gym_key))]
+            for family, row in section["beyond_the_wire_us_per_env"].items()
+        ],
+    )
+    states = section["batch_decoding_us_per_env"]
+    n_one = _table(
+        ["`openenv/echo`, N=1", "steps/s", "main thread CPU per step (µs)"],
+        [
+            [name, _number(row["steps_per_s"]), _number(row["main_thread_cpu_us"])]
+            for name, row in section["n_one"].items()
+        ],
+    )
+    cold = section["cold_start"]
+    return (
+        f"{parsers}\n\norjson reads the integer -9223372036854775809 as "
+        f"`{section['orjson_on_a_big_integer']}`.\n\n{beyond}\n\nFinRL's sixteen state vectors: "
+        f"{states['one np.asarray per env']:.2f} µs per env step one `np.asarray` each, "
+        f"{states['one np.array for the batch']:.2f} as one `np.array`.\n\n{n_one}\n\n"
+        f"`import openenv_lab` in a new process: {cold['import openenv_lab_s']:.2f} s; an embedded echo "
+        f"server's whole start: {cold['embedded echo server start_s']:.2f} s."
+    )
+
+
 def _where(servers: str) -> str:
     """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
     if servers == "docker":
@@ -409,6 +455,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "scaling": scaling,
     "ceilings": ceilings,
     "notebook_memory": notebook_memory,
+    "levers": levers,
 }
 
 

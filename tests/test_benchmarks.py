@@ -285,3 +285,23 @@ def test_a_share_is_the_median_of_the_rounds_own_shares_with_its_lowest_and_high
     assert finrl["raw_of_raw_ceiling_rounds"] == pytest.approx([2.0, 5.0])
     # The transport: echo make_vec 16 of the raw baseline's 1,000, round by round 1, 1 and 0.25.
     assert transport["vs_raw"] == 1.0 and transport["vs_raw_rounds"] == [0.25, 1.0]
+
+
+@pytest.mark.slow
+def test_the_levers_script_measures_each_lever_beside_its_alternative(tmp_path):
+    _, report = run("levers.py", "--quick", json_path=tmp_path / "levers.json", timeout=600)
+    for family in ("echo", "finrl", "chess"):
+        parsers = report["parsers_us_per_env"][family]
+        assert {"pydantic", "orjson", "json", "scan for 19+ digits"} == set(parsers)
+        assert all(us > 0 for us in parsers.values())
+        beyond = report["beyond_the_wire_us_per_env"][family]
+        parts = ("decode", "batched infos", "observations batched")
+        assert beyond["ours, together"] == pytest.approx(sum(beyond[k] for k in parts))
+        assert beyond["gymnasium SyncVectorEnv, the same transitions"] > 0
+    # Why orjson is not the client's parser: an integer beyond 64 bits comes back a float.
+    assert report["orjson_on_a_big_integer"] == "-9.223372036854776e+18"
+    decoding = set(report["batch_decoding_us_per_env"])
+    assert decoding == {"one np.asarray per env", "one np.array for the batch"}
+    assert len(report["n_one"]) == 4 and all(row["steps_per_s"] > 0 for row in report["n_one"].values())
+    cold = report["cold_start"]
+    assert 0 < cold["import openenv_lab_s"] < cold["embedded echo server start_s"]
