@@ -10,6 +10,7 @@ the command line exiting 0 on a failed card)."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -114,6 +115,120 @@ def test_episodes_both_terminated_and_truncated_fail_the_endings_check():
     assert check.status == "fail" and check.detail.startswith("1 episodes were terminated and truncated")
     fine = _endings([(True, False), (False, True)], "refused (EXECUTION_ERROR)", max_steps=10)
     assert fine.status == "pass"
+
+
+# Every branch of the two rules, exactly: the mutation pass left 36 mutants of the reward-range rule and 25 of
+# the endings rule alive (a skipped or info verdict turned into another, a bound compared with < for <=, a
+# count off by one or dropped from the values, the "still running" clause lost).
+REWARD_RANGES = [
+    ([], (0.0, 1.0), "skip", "no step was played", None),
+    (
+        [0.0, float("nan")],
+        (0.0, 1.0),
+        "fail",
+        "a reward was not a finite number",
+        {"observed": [0.0, 0.0], "declared": [0.0, 1.0]},
+    ),
+    (
+        [0.0, float("inf")],
+        None,
+        "fail",
+        "a reward was not a finite number",
+        {"observed": [0.0, float("inf")], "declared": None},
+    ),
+    (
+        [-1.0, 0.5],
+        None,
+        "info",
+        "observed -1 to +0.5; no range declared",
+        {"observed": [-1.0, 0.5], "declared": None},
+    ),
+    (
+        [0.0, 1.0],
+        (0.0, 1.0),
+        "pass",
+        "observed +0 to +1, within +0 to +1",
+        {"observed": [0.0, 1.0], "declared": [0.0, 1.0]},
+    ),
+    (
+        [-0.5, 1.0],
+        (0.0, 1.0),
+        "fail",
+        "observed -0.5 to +1, outside the declared +0 to +1",
+        {"observed": [-0.5, 1.0], "declared": [0.0, 1.0]},
+    ),
+    (
+        [0.0, 1.5],
+        (0.0, 1.0),
+        "fail",
+        "observed +0 to +1.5, outside the declared +0 to +1",
+        {"observed": [0.0, 1.5], "declared": [0.0, 1.0]},
+    ),
+]
+
+
+@pytest.mark.parametrize(("rewards", "declared", "status", "detail", "values"), REWARD_RANGES)
+def test_the_reward_range_rule_on_each_branch(rewards, declared, status, detail, values):
+    from openenv_lab.report_card import _reward_range
+
+    check = _reward_range(rewards, declared)
+    assert (check.name, check.status, check.detail) == ("reward range", status, detail)
+    if values is None:
+        assert check.values == {}
+    elif math.isnan(rewards[-1]):  # min and max of a list with NaN depend on its place: not pinned
+        assert check.values["declared"] == values["declared"]
+    else:
+        assert check.values == values
+
+
+ENDINGS = [
+    ([], None, "warn", "no episode ended (0 terminated, 0 truncated)", (0, 0, 0)),
+    (
+        [(False, False), (False, False)],
+        None,
+        "warn",
+        "no episode ended (0 terminated, 0 truncated, 2 still running after 7 steps)",
+        (0, 0, 2),
+    ),
+    (
+        [(True, False), (False, True), (False, True), (False, False)],
+        "refused (EXECUTION_ERROR)",
+        "pass",
+        "1 terminated, 2 truncated, 1 still running after 7 steps; a step after the end was refused "
+        "(EXECUTION_ERROR)",
+        (1, 2, 1),
+    ),
+    ([(True, False)], None, "pass", "1 terminated, 0 truncated", (1, 0, 0)),
+    (
+        [(True, False), (False, True)],
+        "accepted",
+        "warn",
+        "1 terminated, 1 truncated; a step after the end was accepted as if the game went on",
+        (1, 1, 0),
+    ),
+    (
+        [(True, True), (True, True), (False, True)],
+        "accepted",
+        "fail",
+        "2 episodes were terminated and truncated at once; 0 terminated, 1 truncated",
+        (0, 1, 0),
+    ),
+]
+
+
+@pytest.mark.parametrize(("endings", "after_end", "status", "detail", "counts"), ENDINGS)
+def test_the_endings_rule_on_each_branch(endings, after_end, status, detail, counts):
+    from openenv_lab.report_card import _endings
+
+    check = _endings(endings, after_end, max_steps=7)
+    assert (check.name, check.status, check.detail) == ("episode endings", status, detail)
+    terminated, truncated, running = counts
+    assert check.values == {
+        "terminated": terminated,
+        "truncated": truncated,
+        "still running": running,
+        "after_end": after_end,
+    }
 
 
 @pytest.mark.slow
