@@ -31,7 +31,6 @@ from openenv_lab.client.async_session import AsyncSession
 from openenv_lab.client.batch import BatchedSession, SyncBatchedSession, SyncChannel
 from openenv_lab.envs import OpenEnvVectorEnv
 from openenv_lab.envs import _episode as episode_module
-from openenv_lab.envs.infos import add_info
 from openenv_lab.launch import EmbeddedServer, shared_embedded_server
 from tests.conftest import HANG
 
@@ -725,47 +724,6 @@ def test_a_server_dying_during_send_recv_names_the_sub_environment(chess_url):
             envs.recv()
         assert raised.value.env_index == 1 and raised.value.server_url == dying.base_url
     assert envs.closed
-
-
-def test_infos_are_batched_exactly_as_gymnasium_batches_them():
-    """`add_info` (ours, without gymnasium's allocations) against ``VectorEnv._add_info`` itself."""
-    final = {"board": np.ones((2, 2))}
-    infos = [
-        {"n": 1, "x": 0.5, "flag": True, "name": "a", "arr": np.arange(3), "nested": {"k": np.int8(3)}},
-        {"x": 2.0, "extra": None, "nested": {"k": np.int8(-1), "deeper": {"s": "z"}}, "final_obs": final},
-        {},
-        {"n": 7, "name": ("tuple", 1), "arr": np.ones(3), "flag": False, "_n": 5, "final_info": {"n": 2}},
-    ]
-
-    class Reference(gym.vector.VectorEnv):
-        num_envs = len(infos)
-
-    reference: dict = {}
-    ours: dict = {}
-    for i, info in enumerate(infos):
-        reference = Reference()._add_info(reference, info, i)
-        ours = add_info(ours, info, i, len(infos))
-
-    def same(a, b):
-        if isinstance(a, dict):
-            assert isinstance(b, dict) and list(a) == list(b)
-            for key in a:
-                same(a[key], b[key])
-        else:
-            assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
-            assert data_equivalence(a, b)
-
-    same(ours, reference)
-    assert ours["final_obs"][1] is final
-
-
-def test_a_none_beside_numbers_in_one_info_key_is_batched_not_raised():
-    # Atari's raw observation has screen_base: an int on a step with a screen delta, None on the reset of
-    # a sub-environment that autoresets in the same vector step; gymnasium's _add_info raises there.
-    infos = add_info({}, {"raw": {"screen_base": 5}, "x": 1.5}, 0, 3)
-    infos = add_info(infos, {"raw": {"screen_base": None}, "x": "text"}, 1, 3)
-    assert infos["raw"]["screen_base"].tolist() == [5, None, 0]
-    assert infos["x"].tolist() == [1.5, "text", 0.0] and infos["_x"].tolist() == [True, True, False]
 
 
 def test_servers_of_other_environments_are_a_protocol_error_that_says_so():
