@@ -35,6 +35,7 @@ PACKAGES = {
     "openspiel_env": ["open_spiel==2.0.2"],
     "dm_control_env": ["dm_control==1.0.52", "mujoco==4.0.1"],
     "textarena_env": ["textarena==0.7.4", "nltk==3.10.4", "gradio==6.31.0"],
+    "reasoning_gym_env": ["reasoning-gym==0.1.25"],
 }
 #: The framework, at the version the project's tests pin (.ci/constraints.txt); pytest and gunicorn for
 #: the official test files of tests/envs/ (which start their servers with gunicorn).

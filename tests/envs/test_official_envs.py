@@ -98,6 +98,14 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "server": {"TEXTARENA_ENV_ID": "GuessTheNumber-v0", "TEXTARENA_DOWNLOAD_NLTK": "0"},
         "episodes_from": "GuessTheNumber-v0 with random text for guesses, which the game echoes back",
     },
+    "reasoning_gym_env": {
+        "adapter": GenericAdapter,
+        "masked": False,
+        "episodes_from": "the server's default dataset, one question an episode, answered with random "
+        "text (scored 0)",
+        "check_env": "fails: without a dataset_name, the official reasoning_gym_env ignores "
+        "reset(seed=...) and serves its default dataset's next question",
+    },
     "dm_control_env": {
         "adapter": GenericAdapter,
         "action": spaces.Box(-1.0, 1.0, (1,), np.float64),
@@ -152,7 +160,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "run its Docker image",
     ),
     "opencode_env": ("E2B sandboxes and an LLM endpoint (network)", "run its image with those reachable"),
-    "reasoning_gym_env": ("not yet tested here (reasoning-gym from PyPI)", "run its Docker image"),
     "repl_env": ("not yet tested here (smolagents, gradio)", "run its Docker image"),
     "snake_env": ("not yet tested here (marlenv on gym 0.24, a venv of its own)", "run its Docker image"),
     "sumo_rl_env": ("not yet tested here (the SUMO simulator, eclipse-sumo on PyPI)", "run its Docker image"),

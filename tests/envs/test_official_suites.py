@@ -27,6 +27,7 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
     "test_openspiel_environment.py": {},
     "test_maze_environment.py": {},
     "test_grid_world.py": {},
+    "test_reasoning_gym_environment.py": {},
     "test_textarena_environment.py": {
         "test_wordle_reset_clears_accumulated_state": (
             "failed",
