@@ -14,6 +14,7 @@ a number in another), the key becomes an array of objects, one per row, rather t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -255,8 +256,12 @@ def _narrower(dtype: np.dtype, value: Any) -> bool:
         return False
     if np.can_cast(value.dtype, dtype):
         return False
-    with np.errstate(all="ignore"):  # NaN or inf into ints: not the same value, which is the answer
-        return not np.array_equal(np.asarray(value).astype(dtype), value)
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # NaN or inf into ints: not the same value
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)  # complex into reals: likewise
+            return not np.array_equal(np.asarray(value).astype(dtype), value)
+    except (TypeError, ValueError):  # numpy's text or bytes beside numbers: no number holds it
+        return True
 
 
 def _exact_float(dtype: np.dtype, value: int) -> bool:
@@ -285,7 +290,7 @@ def _wider(array: np.ndarray, value: Any) -> np.dtype | None:
         wider = np.result_type(array.dtype, strong)
     except TypeError:  # numpy's DTypePromotionError: no common dtype
         return None
-    if _narrower(wider, value):
+    if wider.kind not in "biufc" or _narrower(wider, value):  # text or bytes: the numbers would become text
         return None
     if wider.kind == "f" and array.dtype.kind in "iu" and array.size:  # integers beyond 2**53 would round
         low, high = int(array.min()), int(array.max())
