@@ -36,6 +36,8 @@ PACKAGES = {
     "dm_control_env": ["dm_control==1.0.52", "mujoco==4.0.1"],
     "textarena_env": ["textarena==0.7.4", "nltk==3.10.4", "gradio==6.31.0"],
     "reasoning_gym_env": ["reasoning-gym==0.1.25"],
+    # Its server imports smolagents' executor, which its pyproject leaves out.
+    "coding_env": ["smolagents==1.26.0"],
 }
 #: The framework, at the version the project's tests pin (.ci/constraints.txt); pytest and gunicorn for
 #: the official test files of tests/envs/ (which start their servers with gunicorn).

@@ -41,10 +41,10 @@ def _root() -> Path | None:
 
 ROOT = _root()
 #: The official environments run with the catalogue venv's Python (scripts/catalogue_venv.py).
-CATALOGUE = ("openspiel_env", "dm_control_env", "textarena_env", "reasoning_gym_env")
+CATALOGUE = ("openspiel_env", "dm_control_env", "textarena_env", "reasoning_gym_env", "coding_env")
 #: Environments whose modules import each other as a package (``from .models import``): run as
 #: ``<name>.server.app:app`` from a folder where the copy's directory is that package (a link to it).
-PACKAGED = ("textarena_env", "reasoning_gym_env")
+PACKAGED = ("textarena_env", "reasoning_gym_env", "coding_env")
 
 
 def catalogue_python() -> str:

@@ -98,6 +98,12 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "server": {"TEXTARENA_ENV_ID": "GuessTheNumber-v0", "TEXTARENA_DOWNLOAD_NLTK": "0"},
         "episodes_from": "GuessTheNumber-v0 with random text for guesses, which the game echoes back",
     },
+    "coding_env": {
+        "adapter": GenericAdapter,
+        "masked": False,
+        "episodes": "the server never ends an episode (code runs until the agent stops): 50 steps of "
+        "random text as code instead",
+    },
     "reasoning_gym_env": {
         "adapter": GenericAdapter,
         "masked": False,
@@ -137,7 +143,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "a tokenizer downloaded from the Hub (transformers)",
         "run its image with the Hub reachable",
     ),
-    "coding_env": ("not yet tested here (smolagents' Python executor)", "run its Docker image"),
     "coding_tools_env": ("E2B cloud sandboxes (an API key and network)", "set E2B_API_KEY and run its image"),
     "dipg_safety_env": (
         "its dataset downloaded from the Hub (DIPG_DATASET_PATH)",

@@ -28,6 +28,10 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
     "test_maze_environment.py": {},
     "test_grid_world.py": {},
     "test_reasoning_gym_environment.py": {},
+    # (test_coding_env_integration.py needs the env's Docker image, built from a base image on the Hub:
+    # its authors skip it unless SKIP_DOCKER_TESTS=0.)
+    "test_python_codeact_reset.py": {},
+    "test_python_codeact_rewards.py": {},
     "test_textarena_environment.py": {
         "test_wordle_reset_clears_accumulated_state": (
             "failed",
