@@ -38,6 +38,7 @@ PACKAGES = {
     "reasoning_gym_env": ["reasoning-gym==0.1.25"],
     # Its server imports smolagents' executor, which its pyproject leaves out.
     "coding_env": ["smolagents==1.26.0"],
+    "repl_env": ["smolagents==1.26.0", "pypdf==7.1.1"],
 }
 #: The framework, at the version the project's tests pin (.ci/constraints.txt); pytest and gunicorn for
 #: the official test files of tests/envs/ (which start their servers with gunicorn).

@@ -7,9 +7,9 @@ it are skipped, saying so, when it is not there.
 
 `OfficialServer` runs one of its environments exactly as its README says (``python -m uvicorn
 envs.<name>.server.app:app``, from the copy's root), on a free loopback port. Environments whose packages
-are not the project's (`CATALOGUE`: OpenSpiel, dm_control) run with the Python of ``.venv-catalogue``
-(scripts/catalogue_venv.py, ``$OPENENV_LAB_CATALOGUE_PYTHON``); without it their tests skip, saying how to
-make it, except where ``$OPENENV_LAB_REQUIRE_CATALOGUE=1`` (CI), where they fail.
+are not the project's (`CATALOGUE`: OpenSpiel, dm_control, TextArena, ...) run with the Python of
+``.venv-catalogue`` (scripts/catalogue_venv.py, ``$OPENENV_LAB_CATALOGUE_PYTHON``); without it their tests
+skip, saying how to make it, except where ``$OPENENV_LAB_REQUIRE_CATALOGUE=1`` (CI), where they fail.
 """
 
 from __future__ import annotations
@@ -41,10 +41,17 @@ def _root() -> Path | None:
 
 ROOT = _root()
 #: The official environments run with the catalogue venv's Python (scripts/catalogue_venv.py).
-CATALOGUE = ("openspiel_env", "dm_control_env", "textarena_env", "reasoning_gym_env", "coding_env")
+CATALOGUE = (
+    "openspiel_env",
+    "dm_control_env",
+    "textarena_env",
+    "reasoning_gym_env",
+    "coding_env",
+    "repl_env",
+)
 #: Environments whose modules import each other as a package (``from .models import``): run as
 #: ``<name>.server.app:app`` from a folder where the copy's directory is that package (a link to it).
-PACKAGED = ("textarena_env", "reasoning_gym_env", "coding_env")
+PACKAGED = ("textarena_env", "reasoning_gym_env", "coding_env", "repl_env")
 
 
 def catalogue_python() -> str:

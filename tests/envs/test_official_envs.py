@@ -104,6 +104,12 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "episodes": "the server never ends an episode (code runs until the agent stops): 50 steps of "
         "random text as code instead",
     },
+    "repl_env": {
+        "adapter": GenericAdapter,
+        "masked": False,
+        "server": {"REPL_MAX_ITERATIONS": "5"},
+        "episodes_from": "random text as code, 5 steps an episode (REPL_MAX_ITERATIONS=5; 30 by default)",
+    },
     "reasoning_gym_env": {
         "adapter": GenericAdapter,
         "masked": False,
@@ -165,7 +171,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "run its Docker image",
     ),
     "opencode_env": ("E2B sandboxes and an LLM endpoint (network)", "run its image with those reachable"),
-    "repl_env": ("not yet tested here (smolagents, gradio)", "run its Docker image"),
     "snake_env": ("not yet tested here (marlenv on gym 0.24, a venv of its own)", "run its Docker image"),
     "sumo_rl_env": ("not yet tested here (the SUMO simulator, eclipse-sumo on PyPI)", "run its Docker image"),
     "tbench2_env": (

@@ -32,6 +32,18 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
     # its authors skip it unless SKIP_DOCKER_TESTS=0.)
     "test_python_codeact_reset.py": {},
     "test_python_codeact_rewards.py": {},
+    "test_repl_env.py": {
+        "TestPythonExecutor::test_server_app_imports_from_env_root_without_path_rewrite": (
+            "failed",
+            "it runs the server with uv, which is not installed here",
+        ),
+        "TestREPLEnvRemoteClient::test_async_execute_and_state": (
+            "failed",
+            "it expects a REPL server already running on localhost:8000, started by hand",
+        ),
+        "TestREPLEnvRemoteClient::test_sync_wrapper": ("failed", "the same"),
+    },
+    "test_repl_env_reset_cache.py": {},
     "test_textarena_environment.py": {
         "test_wordle_reset_clears_accumulated_state": (
             "failed",
