@@ -94,6 +94,7 @@ class GenericAdapter(Adapter):
         self._action_constants: dict[str, Any] = {}
         self._single_action: str | None = None
         self._action_values: list[Any] | None = None  # the values of a Discrete action, by index
+        self._whole_actions = False  # the values are whole actions (dicts of fields), sent as they are
         self._value_index: dict[str, int] = {}
         self._legal_field: str | None = None
         self._unbounded_action: str | None = None  # an integer action field the schema does not bound
@@ -265,6 +266,18 @@ class GenericAdapter(Adapter):
             resolved = resolve(node, defs, frozenset())[0]
             if "const" in resolved:  # always sent as it is (e.g. MCP's "type": "call_tool")
                 self._action_constants[name] = resolved["const"]
+        values = self.spec.action_values() if self.spec is not None else None
+        if values and all(isinstance(value, dict) for value in values):  # whole actions
+            unknown = sorted({name for value in values for name in value} - set(properties))
+            if unknown:
+                raise ValueError(
+                    f"Action fields {unknown} are not in the action schema: {sorted(properties)}"
+                )
+            self._whole_actions = True
+            self._action_values = values
+            self.action_space = spaces.Discrete(len(values))
+            self._value_index = {_key(v): i for i, v in enumerate(values)}
+            return
         if self.spec is not None and self.spec.action is not None:
             names = [self.spec.action]
         elif self.action_field_names is not None:
@@ -277,7 +290,6 @@ class GenericAdapter(Adapter):
             raise ValueError(
                 f"Action fields {sorted(unknown)} are not in the action schema: {sorted(properties)}"
             )
-        values = self.spec.action_values() if self.spec is not None else None
         declared = self.spec.action_space if self.spec is not None else None
         if (values is not None or declared is not None) and len(names) != 1:
             raise ValueError(
@@ -318,7 +330,10 @@ class GenericAdapter(Adapter):
         if self.tools is not None:
             return self.tools.call(action)
         payload = dict(self._action_constants)
-        if self._single_action is not None and self._single_action not in self._action_fields:
+        if self._whole_actions:
+            assert self._action_values is not None
+            payload.update(self._action_values[int(action)])
+        elif self._single_action is not None and self._single_action not in self._action_fields:
             assert self._action_values is not None
             payload[self._single_action] = self._action_values[int(action)]
         elif self._single_action is not None:
@@ -379,6 +394,13 @@ class GenericAdapter(Adapter):
         if self.tools is not None:
             raise TypeError("This environment's actions are MCP tool calls: use tool_action(name, ...)")
         try:
+            if self._whole_actions:
+                sent = {name: value for name, value in values.items() if value is not None}
+                if _key(sent) not in self._value_index:
+                    raise ValueError(
+                        f"{sent} is not one of this environment's {len(self._value_index)} actions"
+                    )
+                return self._value_index[_key(sent)]
             if self._single_action is not None and self._single_action not in self._action_fields:
                 value = values[self._single_action]
                 if _key(value) not in self._value_index:

@@ -48,7 +48,9 @@ class Spec:
             (``"connect4_env"``, from ``GET /list_environments``).
         action: the action field; by default the schema's one required field.
         actions: the values the action takes: a count ``n`` (the integers ``0..n-1``) or the values
-            themselves. The action space is then ``Discrete(len(values))``.
+            themselves. The action space is then ``Discrete(len(values))``. Values that are dicts are
+            whole actions (``{"action": "water", "x": 3, "y": 4}``), each sent as it is: then name no
+            ``action`` field.
         legal_actions: the observation field that lists the legal action values; the observation then
             carries an ``action_mask`` in its place, and the env has ``action_masks()``.
         observation: the observation fields to keep: names (spaces inferred), or names with their spaces
@@ -89,6 +91,13 @@ class Spec:
             raise ValueError(f"Spec {self.name!r}: actions must be a positive count, got {shown!r}")
         if isinstance(actions, (str, bytes)):
             raise ValueError(f"Spec {self.name!r}: actions must be a count or a list of values, not text")
+        if isinstance(actions, Sequence) and any(isinstance(v, Mapping) for v in actions):
+            if not all(isinstance(v, Mapping) for v in actions):
+                raise ValueError(f"Spec {self.name!r}: actions are all whole actions (dicts) or none is")
+            if self.action is not None:
+                raise ValueError(
+                    f"Spec {self.name!r}: whole actions (dicts) name their fields; leave action= unset"
+                )
         if self.action_space is not None and actions is not None:
             raise ValueError(
                 f"Spec {self.name!r}: declare the action's values (actions=) or its space, not both"
@@ -134,6 +143,7 @@ OPENSPIEL_ACTIONS = {
 }
 _OPENSPIEL_SERVERS = ("OpenSpielEnvironment", "openspiel_env")
 _DM_CONTROL_SERVERS = ("DMControlEnvironment", "dm_control_env")
+_WILDFIRE_SERVERS = ("WildfireEnvironment", "wildfire_env")
 
 
 def _openspiel_game(state: dict[str, Any]) -> Spec | None:
@@ -149,6 +159,24 @@ def _openspiel_game(state: dict[str, Any]) -> Spec | None:
         actions=count,
         legal_actions="legal_actions",
         description=f"OpenSpiel's {game}: {count} action ids, the legal ones listed",
+    )
+
+
+def _wildfire_grid(state: dict[str, Any]) -> Spec | None:
+    """The wildfire spec of a session's grid (its state gives the width and height): waiting, or water or
+    a firebreak on one cell, as whole actions (the schema's ``action`` is free text, ``x`` and ``y``
+    unbounded integers)."""
+    width, height = state.get("width"), state.get("height")
+    if not (type(width) is int and type(height) is int and width > 0 and height > 0):
+        return None
+    cells = [(x, y) for y in range(height) for x in range(width)]
+    orders = [{"action": "wait"}]
+    orders += [{"action": order, "x": x, "y": y} for order in ("water", "break") for x, y in cells]
+    return Spec(
+        f"wildfire/{width}x{height}",
+        servers=_WILDFIRE_SERVERS,
+        actions=orders,
+        description=f"wildfire on a {width}x{height} grid: wait, or water or a firebreak on one cell",
     )
 
 
@@ -228,6 +256,13 @@ SPECS: dict[str, Spec] = {
             action="action_id",
             from_state=_openspiel_game,
             description="OpenSpiel's games; the game a session plays (its state) gives the action count",
+        ),
+        Spec(
+            "wildfire",
+            servers=_WILDFIRE_SERVERS,
+            action="action",
+            from_state=_wildfire_grid,
+            description="a wildfire to contain; the grid a session plays (its state) gives the actions",
         ),
         Spec(
             "dm_control",

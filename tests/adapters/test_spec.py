@@ -84,3 +84,29 @@ def test_the_official_openspiel_and_dm_control_specs_read_the_instance_from_its_
         }
     )
     assert dm_control.from_state({"episode_id": "x", "step_count": 0}) is None  # HTTP /state's fields only
+
+
+def test_whole_actions_are_all_dicts_and_name_no_action_field():
+    with pytest.raises(ValueError, match="all whole actions"):
+        Spec("x", actions=[{"action": "wait"}, "water"])
+    with pytest.raises(ValueError, match="leave action= unset"):
+        Spec("x", action="action", actions=[{"action": "wait"}])
+    spec = Spec("x", actions=[{"action": "wait"}, {"action": "water", "x": 0, "y": 0}])
+    assert spec.action_values()[1] == {"action": "water", "x": 0, "y": 0}
+
+
+def test_the_official_wildfire_spec_reads_the_grid_from_its_state():
+    from openenv_lab.adapters.spec import SPECS
+
+    grid = SPECS["wildfire"].from_state({"width": 3, "height": 2, "step_count": 0})
+    assert grid.name == "wildfire/3x2" and grid.action is None
+    values = grid.action_values()
+    assert len(values) == 1 + 2 * 3 * 2 and values[0] == {"action": "wait"}
+    assert values[1] == {"action": "water", "x": 0, "y": 0} and values[2] == {
+        "action": "water",
+        "x": 1,
+        "y": 0,
+    }
+    assert values[-1] == {"action": "break", "x": 2, "y": 1}
+    assert SPECS["wildfire"].from_state({"episode_id": "x"}) is None  # HTTP /state's fields only
+    assert SPECS["wildfire"].from_state({"width": 0, "height": 2}) is None

@@ -85,10 +85,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
     },
     "wildfire_env": {
         "adapter": GenericAdapter,
+        "action": spaces.Discrete(1 + 2 * 16 * 16),
         "masked": False,
-        "episodes_from": "random text for the action, which the server scores as an invalid order "
-        "(-0.05): its schema says only 'str', and a Spec with its three orders and the cell to act on is "
-        "still to be written",
+        "spec": "wildfire/16x16",
+        "episodes_from": "random orders: wait, or water or a firebreak on one of the 16x16 cells (the "
+        "spec read from the session's state)",
         "check_env": "fails: the official wildfire_env ignores reset(seed=...), so the fire starts anywhere",
     },
     "textarena_env": {
@@ -336,6 +337,29 @@ def test_an_mcp_tool_env_lists_its_tools_and_checks_calls_before_sending():
             env.unwrapped.tool_action("shout", message="hi")
         with pytest.raises(ValueError, match="echo_message: message: 3 is not of type 'string'"):
             env.unwrapped.tool_action("echo_message", message=3)
+        env.close()
+
+
+def test_wildfire_orders_reach_the_server_as_orders():
+    """The wildfire spec's whole actions arrive as the orders they name: water on a cell spends one of
+    the server's water drops and a firebreak one of its breaks, and a step's order reads back."""
+    with OfficialServer("wildfire_env") as server, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        env = gym.make("openenv/remote", base_url=server.url)
+        adapter = env.unwrapped.adapter
+        obs, _ = env.reset(seed=0)
+        water = adapter.action_from_json({"action": "water", "x": 3, "y": 5})
+        firebreak = adapter.action_from_json({"action": "break", "x": 4, "y": 5, "ignored": None})
+        assert adapter.describe_action(water) == "{'action': 'water', 'x': 3, 'y': 5}"
+        after, _, _, _, info = env.step(water)
+        assert after["remaining_water"] == obs["remaining_water"] - 1
+        assert after["remaining_breaks"] == obs["remaining_breaks"]
+        assert info["raw_observation"]["remaining_water"] == after["remaining_water"]
+        final, _, _, _, _ = env.step(firebreak)
+        assert final["remaining_breaks"] == after["remaining_breaks"] - 1
+        assert final["grid"][5 * 16 + 4] == 3  # the cell is a firebreak now (the grid's code 3)
+        with pytest.raises(ValueError, match="is not one of this environment's 513 actions"):
+            adapter.action_from_json({"action": "water", "x": 99, "y": 0})
         env.close()
 
 
