@@ -187,6 +187,11 @@ def test_the_bootstrap_interval_holds_the_mean_and_is_repeatable():
     assert (high - low) / 2 == pytest.approx(1.96 * sem, rel=0.1)  # the normal interval, near enough
     assert bootstrap_interval(values) == (low, high)
     assert np.isnan(bootstrap_interval([1.0])).all()
+    # The mutation pass: the default seed is 0 (an interval a report prints is the one a rerun prints,
+    # and the one seed=0 names), and two values are enough for an interval.
+    assert bootstrap_interval(values, seed=0) == (low, high) != bootstrap_interval(values, seed=1)
+    pair = bootstrap_interval([1.0, 3.0])
+    assert 1.0 <= pair[0] < 2.0 < pair[1] <= 3.0
 
 
 def evaluation(
