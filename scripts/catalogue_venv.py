@@ -7,7 +7,7 @@ only what the project's venv has (openenv, numpy, ale-py, python-chess, moonfish
 own so that their pins never touch the project's. The servers run with this venv's Python; our client, in the
 project's venv, plays them over the wire, as a user's would.
 
-    python scripts/catalogue_venv.py            # make or update .venv-catalogue (about a minute)
+    python scripts/catalogue_venv.py            # make or update .venv-catalogue and the venvs beside it
     python scripts/catalogue_venv.py --print    # print its Python's path, making it first if needed
 
 The venv is made again only when `PACKAGES` change (a stamp file inside it holds the list it was made
@@ -45,38 +45,54 @@ PACKAGES = {
 BASE = ["openenv==0.10.0", "numpy==2.4.6", "pytest==9.2.0", "gunicorn==27.0.1"]
 
 
+#: Environments whose pins clash with the catalogue's, each in a venv of its own beside it
+#: (``.venv-catalogue-<name>``): snake_env's marlenv needs gym 0.24, which needs numpy 1.
+OWN_VENVS = {
+    "snake": ["openenv==0.10.0", "gym==0.24.1", "marlenv==1.0.1", "numpy==1.26.4", "pillow==12.3.0"],
+}
+
+
 def wanted() -> list[str]:
     return sorted({*BASE, *(package for packages in PACKAGES.values() for package in packages)})
+
+
+def folders() -> dict[Path, list[str]]:
+    """Each venv this script makes, with its packages."""
+    made = {VENV: wanted()}
+    made.update({VENV.with_name(f"{VENV.name}-{name}"): sorted(p) for name, p in OWN_VENVS.items()})
+    return made
 
 
 def python_of(folder: Path) -> Path:
     return folder / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
 
 
-def up_to_date() -> bool:
+def up_to_date(folder: Path, packages: list[str]) -> bool:
     try:
-        return json.loads(STAMP.read_text()) == wanted() and python_of(VENV).exists()
+        stamp = folder / STAMP.name
+        return json.loads(stamp.read_text()) == packages and python_of(folder).exists()
     except (OSError, ValueError):
         return False
 
 
-def make() -> Path:
-    """Make (or re-make) the venv when its packages differ from `PACKAGES`; its Python."""
-    if up_to_date():
-        return python_of(VENV)
+def make(folder: Path = VENV, packages: list[str] | None = None) -> Path:
+    """Make (or re-make) a venv when its packages differ from those wanted; its Python."""
+    packages = wanted() if packages is None else packages
+    if up_to_date(folder, packages):
+        return python_of(folder)
     started = time.monotonic()
-    if VENV.exists():
-        shutil.rmtree(VENV)
-    venv.EnvBuilder(with_pip=True).create(VENV)
-    command = [str(python_of(VENV)), "-m", "pip", "install", "-q", *wanted()]
+    if folder.exists():
+        shutil.rmtree(folder)
+    venv.EnvBuilder(with_pip=True).create(folder)
+    command = [str(python_of(folder)), "-m", "pip", "install", "-q", *packages]
     print("+", " ".join(command[2:]), flush=True)
     done = subprocess.run(command, check=False)
     if done.returncode != 0:
-        shutil.rmtree(VENV, ignore_errors=True)  # never leave a half-made venv that looks finished
-        raise SystemExit(f"pip could not install the catalogue's packages (exit {done.returncode})")
-    STAMP.write_text(json.dumps(wanted()) + "\n")
-    print(f"Made {VENV.name} in {time.monotonic() - started:.0f} s: {', '.join(wanted())}", flush=True)
-    return python_of(VENV)
+        shutil.rmtree(folder, ignore_errors=True)  # never leave a half-made venv that looks finished
+        raise SystemExit(f"pip could not install {folder.name}'s packages (exit {done.returncode})")
+    (folder / STAMP.name).write_text(json.dumps(packages) + "\n")
+    print(f"Made {folder.name} in {time.monotonic() - started:.0f} s: {', '.join(packages)}", flush=True)
+    return python_of(folder)
 
 
 def main() -> None:
@@ -84,6 +100,9 @@ def main() -> None:
     parser.add_argument("--print", action="store_true", help="print the venv's Python (made first if needed)")
     args = parser.parse_args()
     python = make()
+    for folder, packages in folders().items():
+        if folder != VENV:
+            make(folder, packages)
     if args.print:
         print(python)
 

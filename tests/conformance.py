@@ -52,16 +52,19 @@ CATALOGUE = (
 #: Environments whose modules import each other as a package (``from .models import``): run as
 #: ``<name>.server.app:app`` from a folder where the copy's directory is that package (a link to it).
 PACKAGED = ("textarena_env", "reasoning_gym_env", "coding_env", "repl_env")
+#: Environments with a venv of their own beside the catalogue's (their pins clash with it).
+OWN_VENVS = ("snake_env",)
+#: Environments that import their modules from their own folder (``from models import``): run as
+#: ``server.app:app`` from it.
+STANDALONE = ("snake_env",)
 
 
-def catalogue_python() -> str:
-    """The catalogue venv's Python, or skip (fail where it is required) saying how to make it."""
-    given = os.environ.get("OPENENV_LAB_CATALOGUE_PYTHON")
-    found = (
-        Path(given)
-        if given
-        else Path(__file__).resolve().parent.parent / ".venv-catalogue" / "bin" / "python"
-    )
+def catalogue_python(name: str | None = None) -> str:
+    """The catalogue venv's Python (or the venv of its own of an environment of `OWN_VENVS`), or skip
+    (fail where it is required) saying how to make it."""
+    given = os.environ.get("OPENENV_LAB_CATALOGUE_PYTHON") if name not in OWN_VENVS else None
+    folder = ".venv-catalogue" + (f"-{name.removesuffix('_env')}" if name in OWN_VENVS else "")
+    found = Path(given) if given else Path(__file__).resolve().parent.parent / folder / "bin" / "python"
     if found.exists():
         return str(found)
     why = f"no catalogue venv at {found}: make it with python scripts/catalogue_venv.py"
@@ -96,13 +99,15 @@ class OfficialServer:
             )
         if name == "atari_env":
             pytest.importorskip("ale_py", reason="the official atari_env needs ale-py")
-        python = catalogue_python() if name in CATALOGUE else sys.executable
+        python = catalogue_python(name) if name in CATALOGUE or name in OWN_VENVS else sys.executable
         app, path, cwd = f"envs.{name}.server.app:app", str(root), root
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         if name in PACKAGED:
             self._folder = tempfile.TemporaryDirectory(prefix="openenv-lab-official-")
             (Path(self._folder.name) / name).symlink_to(root / "envs" / name, target_is_directory=True)
             app, path, cwd = f"{name}.server.app:app", self._folder.name, Path(self._folder.name)
+        if name in STANDALONE:
+            app, path, cwd = "server.app:app", str(root / "envs" / name), root / "envs" / name
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]

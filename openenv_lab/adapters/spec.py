@@ -258,6 +258,13 @@ SPECS: dict[str, Spec] = {
             description="OpenSpiel's games; the game a session plays (its state) gives the action count",
         ),
         Spec(
+            "snake",
+            servers=("SnakeEnvironment", "snake_env"),
+            action="action",
+            actions=3,
+            description="marlenv's snake seen from the snake: go on, turn left, turn right",
+        ),
+        Spec(
             "wildfire",
             servers=_WILDFIRE_SERVERS,
             action="action",

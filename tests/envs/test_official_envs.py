@@ -111,6 +111,15 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "server": {"REPL_MAX_ITERATIONS": "5"},
         "episodes_from": "random text as code, 5 steps an episode (REPL_MAX_ITERATIONS=5; 30 by default)",
     },
+    # In a venv of its own (marlenv needs gym 0.24, which needs numpy 1), run from its own folder.
+    "snake_env": {
+        "adapter": GenericAdapter,
+        "action": spaces.Discrete(3),
+        "masked": False,
+        "spec": "snake",
+        "episodes_from": "random turns on marlenv's 20x20 grid",
+        "check_env": "fails: the official snake_env takes no seed (marlenv's fruit falls anywhere)",
+    },
     "reasoning_gym_env": {
         "adapter": GenericAdapter,
         "masked": False,
@@ -172,7 +181,6 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "run its Docker image",
     ),
     "opencode_env": ("E2B sandboxes and an LLM endpoint (network)", "run its image with those reachable"),
-    "snake_env": ("not yet tested here (marlenv on gym 0.24, a venv of its own)", "run its Docker image"),
     "sumo_rl_env": ("not yet tested here (the SUMO simulator, eclipse-sumo on PyPI)", "run its Docker image"),
     "tbench2_env": (
         "Terminal-Bench tasks run in Docker containers, downloaded",
