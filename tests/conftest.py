@@ -89,6 +89,14 @@ def framework_dice() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def framework_numpy() -> Iterator[str]:
+    """A server whose every reset fails: its metadata holds numpy's int64, which it cannot serialise."""
+    server = FrameworkServer("numpy", max_sessions=2)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def framework_kitchen() -> Iterator[str]:
     server = FrameworkServer("kitchen", max_sessions=8)
     yield server.url

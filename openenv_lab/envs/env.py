@@ -177,10 +177,16 @@ class OpenEnvEnv(gym.Env):
             self.close()
             if exc.code != "EXECUTION_ERROR":
                 raise
-            # The options were refused at the probing reset: there is no session to keep open.
+            # The probing reset failed: there is no session to keep open.
+            options = self.adapter.reset_options
+            said, hint = (
+                (f"failed its first reset, sent with {options}", "check those options against the server's")
+                if options
+                else ("failed its first reset", "no options were sent: the server cannot start an episode")
+            )
             raise ServerError(
-                f"The server at {exc.url} refused the options given to make(): {exc.server_message}. No "
-                "environment was made.",
+                f"The server at {exc.url} {said}: {exc.server_message}. No environment was made ({hint}; "
+                "the server's log says more).",
                 code=exc.code,
                 server_message=exc.server_message,
                 details=exc.details,

@@ -202,8 +202,11 @@ def test_render_returns_the_screen():
 def test_unknown_game_fails_at_make_listing_the_games():
     with pytest.raises(
         openenv_lab.ServerError, match=r"Unknown game 'pongg'\. Did you mean 'pong'\? Available games: .*pong"
-    ):
+    ) as raised:
         gym.make("openenv/atari", game="pongg")
+    said = str(raised.value)
+    assert "failed its first reset, sent with {'game': 'pongg'" in said
+    assert "check those options against the server's" in said and "No environment was made" in said
 
 
 @pytest.mark.parametrize("name", ["ALE/Pong-v5", "Pong", "PongNoFrameskip-v4"])

@@ -164,3 +164,15 @@ def test_an_interrupted_step_asks_for_a_reset_and_the_reset_works(hanging_counte
     env.reset(seed=0)  # a new session, and a new episode in it
     assert int(env.step(np.array(2))[0]["value"]) == 2
     env.close()
+
+
+def test_a_server_whose_first_reset_fails_says_so_not_that_options_were_refused(framework_numpy):
+    """No options were sent: the message says the server failed its first reset (in the server's own
+    words) and not that options were refused, and nothing is left open (the server takes two sessions)."""
+    from openenv_lab import ServerError
+
+    for _ in range(3):  # more than the server's two sessions: each attempt closed its session
+        with pytest.raises(ServerError, match="failed its first reset") as raised:
+            gym.make("openenv/remote", base_url=framework_numpy)
+        assert "numpy.int64" in str(raised.value) and "No environment was made" in str(raised.value)
+        assert "no options were sent: the server cannot start an episode" in str(raised.value)

@@ -361,7 +361,22 @@ class TallyEnvironment(Environment):
         return self._state
 
 
+class NumpyEnvironment(TallyEnvironment):
+    """Puts numpy's int64 in its reset's metadata, which the framework cannot serialise: every reset
+    fails (as the official sumo_rl_env's does at the conformance commit, with gymnasium's ``Discrete.n``)."""
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> TallyObservation:
+        import numpy as np
+
+        observation = super().reset(seed, episode_id, **kwargs)
+        observation.metadata = {"phases": np.int64(4)}
+        return observation
+
+
 ENVS = {
+    "numpy": (NumpyEnvironment, TallyAction, TallyObservation),
     "pile": (PileEnvironment, PileAction, PileObservation),
     "tally": (TallyEnvironment, TallyAction, TallyObservation),
     "liar": (LiarEnvironment, LiarAction, LiarObservation),
