@@ -181,7 +181,12 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "run its Docker image",
     ),
     "opencode_env": ("E2B sandboxes and an LLM endpoint (network)", "run its image with those reachable"),
-    "sumo_rl_env": ("not yet tested here (the SUMO simulator, eclipse-sumo on PyPI)", "run its Docker image"),
+    "sumo_rl_env": (
+        "a server that can reset: at this commit every reset fails, its metadata holding gymnasium's "
+        "Discrete.n (numpy's int64), which pydantic cannot serialise (seen here with sumo-rl 1.4.5 and "
+        "eclipse-sumo 1.28.0 from PyPI)",
+        "run it once fixed upstream (int(self.env.action_space.n)); openenv_lab says the reset failed",
+    ),
     "tbench2_env": (
         "Terminal-Bench tasks run in Docker containers, downloaded",
         "run it beside a Docker engine",
