@@ -153,7 +153,11 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
         "Playwright's Chromium and MiniWoB++ pages served beside it (not on PyPI)",
         "run its Docker image, then openenv/remote at its URL",
     ),
-    "calendar_env": ("not yet tested here (an MCP server on SQLite)", "run its Docker image"),
+    "calendar_env": (
+        "a WebSocket route: its server (started here with SQLAlchemy) answers HTTP /reset, /step and /mcp "
+        "but has no /ws and no /schema, which openenv/remote speaks",
+        "call its HTTP routes or its MCP endpoint directly (an MCP client)",
+    ),
     "carla_env": ("the CARLA simulator (a GPU and a binary outside PyPI)", "run it beside a CARLA server"),
     "chat_env": (
         "a tokenizer downloaded from the Hub (transformers)",
