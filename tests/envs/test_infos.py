@@ -245,3 +245,9 @@ def test_numpys_text_bytes_and_complex_beside_integers_are_kept(odd):
     assert infos["a"][0] == 1 and same(infos["a"][1], odd) and infos["_a"].tolist() == [True, True]
     batched = batch_infos([(0, {"a": 1}), (1, {"a": odd})], 2)
     assert batched["a"][0] == 1 and same(batched["a"][1], odd)
+
+
+def test_no_rows_batch_to_no_keys():
+    # The mutation pass: the first row's keys read from an empty batch raised IndexError.
+    assert batch_infos([], 3) == {}
+    assert batch_infos(iter(()), 0) == {}
