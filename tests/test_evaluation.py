@@ -192,6 +192,11 @@ def test_the_bootstrap_interval_holds_the_mean_and_is_repeatable():
     assert bootstrap_interval(values, seed=0) == (low, high) != bootstrap_interval(values, seed=1)
     pair = bootstrap_interval([1.0, 3.0])
     assert 1.0 <= pair[0] < 2.0 < pair[1] <= 3.0
+    # A long list is resampled in blocks (bounded memory): every block filled, the same interval shape.
+    long = rng.normal(5.0, 2.0, size=1000)
+    low, high = bootstrap_interval(long)
+    assert low < long.mean() < high
+    assert (high - low) / 2 == pytest.approx(1.96 * long.std(ddof=1) / np.sqrt(long.size), rel=0.1)
 
 
 def evaluation(
