@@ -21,6 +21,7 @@ from openenv_lab.client._protocol import (
     step_message,
 )
 from openenv_lab.client._urls import http_url, is_loopback, ws_url
+from tests.fuzzing import json_values
 
 
 def observation(data: dict) -> str:
@@ -239,20 +240,11 @@ def test_replies_decode_exactly_as_json_loads(document, parser, monkeypatch):
     assert repr(_protocol._loads(document.encode())) == repr(json.loads(document))
 
 
-_documents = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
-    max_leaves=12,
-)
-
-
 @settings(max_examples=300, deadline=None)
-@given(_documents, st.booleans())
+@given(json_values, st.booleans())
 def test_any_document_decodes_as_json_loads_does(value, ascii_only):
+    """The fuzzer's JSON values (NaN, infinities and integers beyond 64 bits among them, which only
+    json.loads reads) come back as json.loads reads them."""
     from openenv_lab.client import _protocol
 
     document = json.dumps(value, ensure_ascii=ascii_only)
