@@ -11,7 +11,9 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``counter``: add ``delta`` to a counter until it reaches ``target``; -0.01 per step, 1.0 at the target.
   A ``delta`` of `HANG` stalls the step for a minute (a stuck environment; the framework runs steps in a
   worker thread, so the server and its other sessions keep answering).
-- ``dice``: ignores seeds, and rolls a die of its own at every reset and step: no episode replays.
+- ``dice``: ignores seeds, and rolls a die of its own at every reset and step, with a draw of 31 random bits
+  beside it (a die alone repeats one time in six, and gymnasium's checker would then see a replay): no
+  episode replays.
 - ``kitchen``: every JSON type the generic adapter must map (enums, bounded ints, lists, nested and
   free-form objects, optional fields), with a ``null`` reward on reset and ``bool`` rewards on steps.
 - ``liar``: breaks what the report card checks: an observation outside its own schema (a count the schema
@@ -172,6 +174,7 @@ class DiceAction(Action):
 
 class DiceObservation(Observation):
     roll: int = 0
+    draw: int = Field(0, ge=0, le=2**31 - 1)
 
 
 class DiceEnvironment(Environment):
@@ -186,14 +189,17 @@ class DiceEnvironment(Environment):
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> DiceObservation:
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
-        return DiceObservation(roll=self._rng.randint(1, 6), reward=0.0, done=False)
+        return DiceObservation(roll=self._rng.randint(1, 6), draw=self._draw(), reward=0.0, done=False)
 
     def step(self, action: DiceAction, timeout_s: float | None = None, **kwargs: Any) -> DiceObservation:
         self._state.step_count += 1
         roll = self._rng.randint(1, 6)
         return DiceObservation(
-            roll=roll, reward=float(action.guess == roll), done=self._state.step_count >= 3
+            roll=roll, draw=self._draw(), reward=float(action.guess == roll), done=self._state.step_count >= 3
         )
+
+    def _draw(self) -> int:
+        return self._rng.randrange(2**31)
 
     @property
     def state(self) -> State:
