@@ -30,6 +30,14 @@ PEERS = Path(__file__).parent / "peers"
 collect_ignore = ["peers/framework_app.py", "rllib_check.py"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sb3_logs_stay_in_pytests_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """stable-baselines3 makes a folder in the system's temporary folder for every model it trains,
+    unless ``SB3_LOGDIR`` names one: the tests' models, and those of the notebooks they run, use one
+    in pytest's own temporary folder."""
+    os.environ.setdefault("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+
+
 class FrameworkServer:
     """A test environment on the official framework, in a subprocess; stops when the test session ends."""
 

@@ -8,7 +8,6 @@ and the official echo's must say what its MCP ``tools/list`` says.
 from __future__ import annotations
 
 import inspect
-import tempfile
 import warnings
 
 import polars as pl
@@ -183,7 +182,7 @@ def test_each_instance_records_its_episodes_for_the_viewer(tmp_path):
 
 
 @pytest.mark.slow
-def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment():
+def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment(tmp_path):
     """Guards the rollout's path from a model's tool call to its reward (mutations: the tool never
     reaching the server, every rollout scored as failed): a model scripted to call ``move`` plays its
     move in every rollout, and the rewards logged are the games', not the failure value."""
@@ -204,7 +203,7 @@ def test_grpo_trains_two_steps_on_cpu_with_a_generated_environment():
     probe.close()
     rows = [{"prompt": [{"role": "user", "content": ask}], "seed": i} for i in range(4)]
     args = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="grpo-trl-test-"),
+        output_dir=str(tmp_path),
         max_steps=2,
         per_device_train_batch_size=4,
         num_generations=4,

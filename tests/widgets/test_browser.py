@@ -21,7 +21,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,9 +77,12 @@ def _front_end(stack: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def notebook_server(stack: str, root: Path, notebook_name: str, cells: list[str]) -> Iterator[str]:
-    """A notebook server of ``stack`` on loopback serving ``root``, with a notebook of ``cells`` written
-    there; yields its URL."""
+def notebook_server(stack: str, work: Path, notebook_name: str, cells: list[str]) -> Iterator[str]:
+    """A notebook server of ``stack`` on loopback serving a folder in ``work``, with a notebook of
+    ``cells`` written there; yields its URL. Its settings, config and runtime files go in ``work`` too,
+    so nothing is left behind in the system's temporary folder."""
+    root, settings = work / "served", work / "settings"
+    root.mkdir()
     notebook = {
         "cells": [
             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
@@ -91,7 +93,6 @@ def notebook_server(stack: str, root: Path, notebook_name: str, cells: list[str]
         "nbformat_minor": 5,
     }
     (root / notebook_name).write_text(json.dumps(notebook))
-    settings = Path(tempfile.mkdtemp())
     (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}'
@@ -99,8 +100,8 @@ def notebook_server(stack: str, root: Path, notebook_name: str, cells: list[str]
     port = free_port()
     environment = dict(
         os.environ,
-        JUPYTER_CONFIG_DIR=tempfile.mkdtemp(),
-        JUPYTER_RUNTIME_DIR=tempfile.mkdtemp(),
+        JUPYTER_CONFIG_DIR=str(work / "config"),
+        JUPYTER_RUNTIME_DIR=str(work / "runtime"),
         PYTHONPATH=str(Path(__file__).parent.parent.parent),
     )
     if stack == "lab":
