@@ -187,8 +187,9 @@ def _dm_control_task(state: dict[str, Any]) -> Spec | None:
     if not isinstance(action, dict) or not isinstance(observations, dict) or not observations:
         return None
     shape = tuple(int(n) for n in action["shape"])
-    low = np.asarray(action["minimum"], dtype=np.float64).reshape(shape)
-    high = np.asarray(action["maximum"], dtype=np.float64).reshape(shape)
+    # dm_env's bounds need only broadcast to the shape: a task may give one number for every element.
+    low = np.broadcast_to(np.asarray(action["minimum"], dtype=np.float64), shape)
+    high = np.broadcast_to(np.asarray(action["maximum"], dtype=np.float64), shape)
     observed = spaces.Dict(
         {
             name: spaces.Box(-np.inf, np.inf, tuple(int(n) for n in spec["shape"]), np.float64)

@@ -66,7 +66,10 @@ def test_the_official_openspiel_and_dm_control_specs_read_the_instance_from_its_
     game = openspiel.from_state({"game_name": "tic_tac_toe", "num_players": 2})
     assert game.name == "openspiel/tic_tac_toe" and game.action_values() == list(range(9))
     assert game.legal_actions == "legal_actions" and game.action == "action_id"
+    assert game.description == "OpenSpiel's tic_tac_toe: 9 action ids, the legal ones listed"
+    assert game.matches(["openspiel_env"]) and game.matches(["OpenSpielEnvironment"])
     assert openspiel.from_state({"game_name": "go"}) is None and openspiel.from_state({}) is None
+    assert openspiel.from_state({"game_name": ["tic_tac_toe"]}) is None  # not a name: the general spec
     task = dm_control.from_state(
         {
             "domain_name": "walker",
@@ -75,7 +78,9 @@ def test_the_official_openspiel_and_dm_control_specs_read_the_instance_from_its_
             "observation_spec": {"height": {"shape": []}, "velocity": {"shape": [9]}},
         }
     )
-    assert task.name == "dm_control/walker/walk"
+    assert task.name == "dm_control/walker/walk" and task.action == "values"
+    assert task.description == "dm_control's walker/walk: the spaces its state gives"
+    assert task.matches(["DMControlEnvironment"])
     assert task.action_space == spaces.Box(-1.0, 1.0, (6,), np.float64)
     assert task.observation["observations"] == spaces.Dict(
         {
@@ -84,6 +89,19 @@ def test_the_official_openspiel_and_dm_control_specs_read_the_instance_from_its_
         }
     )
     assert dm_control.from_state({"episode_id": "x", "step_count": 0}) is None  # HTTP /state's fields only
+    walker = {"shape": [6], "minimum": [-1.0] * 6, "maximum": [1.0] * 6}
+    assert dm_control.from_state({"action_spec": walker, "observation_spec": {}}) is None
+    assert dm_control.from_state({"observation_spec": {"height": {"shape": []}}}) is None
+    # dm_env's bounds need only broadcast to the shape: one number for every element, or a row of a grid.
+    task = dm_control.from_state(
+        {
+            "action_spec": {"shape": [2, 3], "minimum": -2.0, "maximum": [0.5, 1.0, 2.0]},
+            "observation_spec": {"height": {"shape": []}},
+        }
+    )
+    assert task.action_space == spaces.Box(
+        np.full((2, 3), -2.0), np.array([[0.5, 1.0, 2.0]] * 2), (2, 3), np.float64
+    )
 
 
 def test_whole_actions_are_all_dicts_and_name_no_action_field():
@@ -110,3 +128,18 @@ def test_the_official_wildfire_spec_reads_the_grid_from_its_state():
     assert values[-1] == {"action": "break", "x": 2, "y": 1}
     assert SPECS["wildfire"].from_state({"episode_id": "x"}) is None  # HTTP /state's fields only
     assert SPECS["wildfire"].from_state({"width": 0, "height": 2}) is None
+    assert SPECS["wildfire"].from_state({"width": 2, "height": 0}) is None
+    one = SPECS["wildfire"].from_state({"width": 1, "height": 1})  # the smallest grid is a grid
+    assert one.action_values() == [
+        {"action": "wait"},
+        {"action": "water", "x": 0, "y": 0},
+        {"action": "break", "x": 0, "y": 0},
+    ]
+    assert one.description == "wildfire on a 1x1 grid: wait, or water or a firebreak on one cell"
+    assert one.matches(["wildfire_env"])
+
+
+def test_server_names_match_without_case():
+    spec = Spec("x", servers=("MazeEnvironment",))
+    assert spec.matches(["mazeenvironment"]) and spec.matches(["MAZEENVIRONMENT", "other"])
+    assert not spec.matches(["Maze"]) and not spec.matches([])
