@@ -11,7 +11,7 @@ from gymnasium import spaces
 from pydantic import BaseModel, Field
 
 from openenv_lab.adapters.generic import GenericAdapter, JSONText, UnicodeText
-from openenv_lab.client import StepResult
+from openenv_lab.client import ProtocolError, StepResult
 
 
 def adapter_for(
@@ -168,3 +168,26 @@ def test_reward_components_keep_finite_numbers_only():
     }
     assert reward_components(metadata) == {"market": 1.0, "costs": -0.5, "big": 1e300}
     assert reward_components({"reward_components": [1, 2]}) == {}
+
+
+class Board(BaseModel):
+    board: list[list[int]] = Field(default_factory=list)
+    turn: str = "white"
+    note: str = ""
+
+
+def test_a_specs_observation_keeps_the_fields_it_names_with_the_spaces_it_declares():
+    from openenv_lab.adapters.spec import Spec
+
+    first = {"board": [[0, 1], [1, 0]], "turn": "white", "note": "hi"}
+    box = spaces.Box(0, 1, (2, 2), np.int64)
+    declared = adapter_for(Move, Board, first, spec=Spec("b", observation={"board": box, "turn": None}))
+    assert list(declared.observation_space) == ["board", "turn"]
+    assert declared.observation_space["board"] == box  # declared; "turn" inferred from the schema
+    assert isinstance(declared.observation_space["turn"], UnicodeText)
+    named = adapter_for(Move, Board, first, spec=Spec("b", observation=["note"]))
+    assert list(named.observation_space) == ["note"]
+    everything = adapter_for(Move, Board, first, spec=Spec("b"))
+    assert list(everything.observation_space) == ["board", "note", "turn"]  # a Dict sorts its keys
+    with pytest.raises(ProtocolError, match=r"keeps observation fields \['score'\] that this server"):
+        adapter_for(Move, Board, first, spec=Spec("b", observation=["board", "score"]))
