@@ -408,10 +408,25 @@ class GenericAdapter(Adapter):
                     raise ValueError(f"{self._single_action} takes one of {allowed}, got {value!r}")
                 return self._value_index[_key(value)]
             if self._single_action is not None:
-                return self._action_fields[self._single_action].decode(values[self._single_action])
-            return {name: field.decode(values[name]) for name, field in self._action_fields.items()}
+                return self._field_from_json(self._single_action, values)
+            return {name: self._field_from_json(name, values) for name in self._action_fields}
         except ProtocolError as exc:
             raise ValueError(str(exc)) from None
+
+    def _field_from_json(self, name: str, values: dict[str, Any]) -> Any:
+        """One action field's value in its space, from its JSON value: a ``ValueError`` where the value is
+        missing, outside the space, or would be sent as something else (3.5 as 3, say)."""
+        if name not in values:
+            raise ValueError(f"The action needs {name!r}; it was given {sorted(values)}")
+        field, value = self._action_fields[name], values[name]
+        try:
+            decoded = field.decode(value)
+            fits = decoded in field.space and _same(field.encode(decoded), value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}={value!r} does not fit its space {field.space}: {exc}") from None
+        if not fits:
+            raise ValueError(f"{name}={value!r} does not fit its space {field.space}")
+        return decoded
 
     def _legal_mask(self, legal: Any) -> np.ndarray:
         mask = np.zeros(len(self._action_values or ()), dtype=np.int8)
@@ -446,6 +461,18 @@ class GenericAdapter(Adapter):
 
 def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+def _same(sent: Any, given: Any) -> bool:
+    """Whether the JSON value an action sends is the one it was made from (numbers compared by value, so 1
+    and 1.0 are the same, 3 and 3.5 are not)."""
+    try:
+        a, b = np.asarray(sent), np.asarray(given)
+        if a.dtype != object and b.dtype != object:
+            return a.shape == b.shape and bool(np.all(a == b))
+    except ValueError:  # ragged lists: compared as they are
+        pass
+    return bool(sent == given)
 
 
 def legal_choice(space: spaces.Space[Any], info: dict[str, Any] | None) -> Any:

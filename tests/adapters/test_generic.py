@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Optional
 
 import numpy as np
@@ -191,3 +192,49 @@ def test_a_specs_observation_keeps_the_fields_it_names_with_the_spaces_it_declar
     assert list(everything.observation_space) == ["board", "note", "turn"]  # a Dict sorts its keys
     with pytest.raises(ProtocolError, match=r"keeps observation fields \['score'\] that this server"):
         adapter_for(Move, Board, first, spec=Spec("b", observation=["board", "score"]))
+
+
+class Order(BaseModel):
+    action: str = "wait"
+    x: Optional[int] = None  # noqa: UP045
+    y: Optional[int] = None  # noqa: UP045
+
+
+def test_actions_from_json_round_trip_and_say_why_when_they_do_not_fit():
+    """`action_from_json` (TRL's tools and replays go through it) on each kind of action space, and
+    `action_fields`, `describe_action` and `trajectory_metadata` beside it."""
+    from openenv_lab.adapters.spec import Spec
+
+    counted = adapter_for(Move, Empty, {}, spec=Spec("steps", action="steps", actions=[1, 5, 10]))
+    assert counted.action_fields() == ["steps"] and counted.action_from_json({"steps": 5}) == 1
+    assert counted.describe_action(2) == "10" and counted.encode_action(2) == {"steps": 10}
+    with pytest.raises(ValueError, match=r"steps takes one of \[1, 5, 10\], got 7"):
+        counted.action_from_json({"steps": 7})
+    assert counted.trajectory_metadata() == {"server_names": [], "spec": "steps"}
+
+    plain = adapter_for(Move, Empty, {})
+    assert plain.action_fields() == ["steps"] and plain.action_from_json({"steps": 42}) == 42
+    assert plain.describe_action(np.int64(42)) == "42"
+    assert plain.action_from_json({"steps": 3.0}) == 3  # the same number
+    for wrong in ("many", None, 3.5, 100_001, -1, [1]):  # never sent as something else, nor clipped
+        said = re.escape(f"steps={wrong!r} does not fit its space Box(0, 100000")
+        with pytest.raises(ValueError, match=said):
+            plain.action_from_json({"steps": wrong})
+    with pytest.raises(ValueError, match=r"The action needs 'steps'; it was given \['step'\]"):
+        plain.action_from_json({"step": 1})
+    plain.server_names = ["MoveEnvironment"]
+    assert plain.trajectory_metadata() == {"server_names": ["MoveEnvironment"], "spec": None}
+
+    both = adapter_for(HalfBounded, Empty, {}, action_fields=["below", "above"])
+    assert both.action_fields() == ["below", "above"]
+    assert both.action_from_json({"above": 6, "below": -3}) == {"above": 6, "below": -3}
+    with pytest.raises(ValueError, match=r"above=4 does not fit"):
+        both.action_from_json({"above": 4, "below": -3})
+
+    orders = [{"action": "wait"}, {"action": "water", "x": 0, "y": 0}, {"action": "water", "x": 1, "y": 0}]
+    whole = adapter_for(Order, Empty, {}, spec=Spec("orders", actions=orders))
+    assert whole.action_from_json({"action": "water", "x": 1, "y": 0}) == 2
+    assert whole.action_from_json({"action": "wait", "x": None, "y": None}) == 0  # unset fields: null
+    assert whole.describe_action(1) == "{'action': 'water', 'x': 0, 'y': 0}"
+    with pytest.raises(ValueError, match=r"is not one of this environment's 3 actions"):
+        whole.action_from_json({"action": "water", "x": 5, "y": 0})
