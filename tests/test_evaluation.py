@@ -428,3 +428,32 @@ def test_the_policy_is_asked_once_per_observation_even_when_others_fail():
     # each step asked once (failed episodes' steps too), and each failure once: nothing asked twice
     assert calls["n"] == table["length"].sum() + failed.height and failed.height > 0
     assert table.height == 10
+
+
+def test_an_evaluation_reads_as_one_line_however_its_episodes_went():
+    """Mutations of `Evaluation.__str__` (each wording and number of it) left every test passing."""
+    table = pl.DataFrame(
+        {"seed": [0, 1, 2, 3], "return": [1.0, 2.0, 3.0, 0.0], "failed": [False, False, False, True]}
+    )
+    identity = {"env_id": "openenv/echo"}
+    three = Evaluation(table, identity, policy="p")
+    low, high = bootstrap_interval(np.array([1.0, 2.0, 3.0]))
+    assert str(three) == (
+        f"p on openenv/echo: mean return +2 (95% CI {low:+.4g} to {high:+.4g}, sem 0.577) over 3 episodes, "
+        "1 failed"
+    )
+    assert repr(three) == f"<Evaluation {three}>"
+    one = Evaluation(table.head(1), identity, policy="p", complete=False)
+    assert str(one) == "p on openenv/echo: mean return +1 over 1 episode (incomplete: the server went away)"
+    none = Evaluation(table.tail(1), identity, policy="p")
+    assert str(none) == "p on openenv/echo: all 1 episodes failed"
+
+
+def test_two_evaluations_of_one_policy_are_labelled_apart_and_the_level_reaches_the_interval():
+    a = evaluation({s: 1.0 + s % 5 for s in range(30)}, policy="random")
+    b = evaluation({s: float(s % 7) for s in range(30)}, policy="random")
+    assert openenv_lab.compare(a, b).labels == ("random", "random (B)")
+    d = (a.returns - b.returns).astype(np.float64)
+    narrow = EvaluationComparison(a, b, confidence=0.5)
+    assert narrow.ci == bootstrap_interval(d, confidence=0.5) != bootstrap_interval(d)
+    assert "(50% CI" in narrow.verdict
