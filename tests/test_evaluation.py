@@ -443,6 +443,9 @@ def test_an_evaluation_reads_as_one_line_however_its_episodes_went():
         "1 failed"
     )
     assert repr(three) == f"<Evaluation {three}>"
+    two = Evaluation(table.head(2), identity, policy="p")
+    assert str(two).startswith("p on openenv/echo: mean return +1.5 (95% CI")
+    assert str(two).endswith("over 2 episodes")
     one = Evaluation(table.head(1), identity, policy="p", complete=False)
     assert str(one) == "p on openenv/echo: mean return +1 over 1 episode (incomplete: the server went away)"
     none = Evaluation(table.tail(1), identity, policy="p")
