@@ -638,7 +638,6 @@ class EvaluationComparison:
         return report.comparison_figure(
             self.labels,
             (self.a.returns, self.b.returns),
-            self.pairs["seed"].to_list(),
             self.pairs["difference"].to_numpy(),
             self.ci,
             self.curves,

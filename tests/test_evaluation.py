@@ -364,6 +364,8 @@ def test_the_report_draws_the_returns_the_differences_and_the_curves(tmp_path):
     page = result.to_html(tmp_path / "report.html")
     assert result.verdict.replace("'", "&#x27;") in page and 'src="data:image/png;base64,' in page
     assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
+    for cells in (("a", "+2.5"), ("b", "+0.5"), ("a − b (paired)", "+2")):  # mean returns, and the difference
+        assert "".join(f"<td>{cell}</td>" for cell in cells) in page.replace("\n", ""), cells
     bundle = result._repr_mimebundle_()
     assert (
         "application/vnd.jupyter.widget-view+json" in bundle and bundle["text/html"] == result._repr_html_()

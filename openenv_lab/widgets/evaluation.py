@@ -14,7 +14,6 @@ import base64
 import html
 import io
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,6 @@ def _curve(values: Any) -> tuple[np.ndarray, np.ndarray, str]:
 def comparison_figure(
     labels: tuple[str, str],
     returns: tuple[np.ndarray, np.ndarray],
-    seeds: Sequence[int],
     differences: np.ndarray,
     interval: tuple[float, float],
     curves: dict[str, Any] | None = None,
