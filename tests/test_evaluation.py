@@ -462,3 +462,14 @@ def test_two_evaluations_of_one_policy_are_labelled_apart_and_the_level_reaches_
     narrow = EvaluationComparison(a, b, confidence=0.5)
     assert narrow.ci == bootstrap_interval(d, confidence=0.5) != bootstrap_interval(d)
     assert "(50% CI" in narrow.verdict
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1.0, 1e9, 1e12])
+def test_the_p_value_does_not_depend_on_the_units_of_the_returns(scale):
+    """Ties with the observed sum are counted as extreme at any scale: sums that are equal on paper differ
+    in their last bits in floating point (mutations of the relative tolerance left every test passing)."""
+    from openenv_lab.evaluation import _sign_flip_p_value
+
+    tenths = np.array([0.1, 0.2, -0.3, 0.6, 0.4, -0.5, 0.7])  # 0.1 + 0.2 != 0.3 in floating point
+    assert _sign_flip_p_value(tenths * scale) == _sign_flip_p_value(np.array([1, 2, -3, 6, 4, -5, 7.0]))
+    assert _sign_flip_p_value(np.full(16, scale)) == 2 / 2**16  # sixteen differing pairs: still exact
