@@ -470,6 +470,9 @@ def test_the_p_value_does_not_depend_on_the_units_of_the_returns(scale):
     in their last bits in floating point (mutations of the relative tolerance left every test passing)."""
     from openenv_lab.evaluation import _sign_flip_p_value
 
-    tenths = np.array([0.1, 0.2, -0.3, 0.6, 0.4, -0.5, 0.7])  # 0.1 + 0.2 != 0.3 in floating point
-    assert _sign_flip_p_value(tenths * scale) == _sign_flip_p_value(np.array([1, 2, -3, 6, 4, -5, 7.0]))
+    # Exactly (in fractions) 27 of the 32 sign patterns are as extreme as the observed one; in floating
+    # point, without a tolerance, only 25 of them are.
+    tenths = np.array([-0.9, -0.6, 0.6, 0.3, 0.8, 0.2])
+    whole = np.array([-9, -6, 6, 3, 8, 2.0])
+    assert _sign_flip_p_value(tenths * scale) == _sign_flip_p_value(whole) == 27 / 32
     assert _sign_flip_p_value(np.full(16, scale)) == 2 / 2**16  # sixteen differing pairs: still exact
