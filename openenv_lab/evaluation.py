@@ -701,10 +701,12 @@ def _sign_flip_p_value(differences: np.ndarray, *, resamples: int = 20_000, seed
 def _episodes_needed(
     mean: float, std: float, *, z_alpha: float = 1.96, z_power: float = 0.8416
 ) -> int | None:
-    """Paired episodes to detect a difference of ``mean`` at 5% (two-sided) with 80% power."""
+    """Paired episodes to detect a difference of ``mean`` at 5% (two-sided) with 80% power: the normal
+    approximation's count, and never fewer than 6, the fewest differing pairs with which the sign-flip test
+    can reach 5% (all six the same way: p = 2/64)."""
     if mean == 0 or not math.isfinite(std):
         return None
-    return max(2, math.ceil(((z_alpha + z_power) * std / abs(mean)) ** 2))
+    return max(6, math.ceil(((z_alpha + z_power) * std / abs(mean)) ** 2))
 
 
 def _differences(a: Evaluation, b: Evaluation) -> list[str]:

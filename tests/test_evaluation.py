@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import io
 import os
+import re
 import signal
 
 import chess
@@ -314,6 +315,10 @@ def test_no_difference_says_the_level_and_when_no_count_of_episodes_would_do():
     )
     assert some.needed is not None
     assert some.verdict.endswith("would be needed to detect a difference of this size (80% power).")
+    # Three pairs all one way: the normal approximation asks for 1 or 2, the sign-flip test for 6 at least.
+    few = openenv_lab.compare(evaluation({0: 1.0, 1: 1.1, 2: 1.2}), evaluation({0: 0.0, 1: 0.0, 2: 0.0}))
+    assert few.p_value == 2 / 8 and few.needed == 6
+    assert "about 6 paired episodes would be needed" in few.verdict
 
 
 def test_a_sampled_p_value_is_the_same_every_time():
@@ -338,10 +343,19 @@ def test_pairs_are_the_seeds_both_played_without_failing():
 
 def test_different_environments_are_refused_unless_allowed():
     a, b = evaluation(dict.fromkeys(range(4), 1.0)), evaluation(dict.fromkeys(range(4), 0.0), version="0.2.0")
-    with pytest.raises(ValueError, match=r"server_version: '0.1.0' vs '0.2.0'.*allow_different_envs=True"):
+    said = (
+        "These evaluations are of different environments (server_version: '0.1.0' vs '0.2.0'): their "
+        "returns are not comparable. Pass allow_different_envs=True to compare them anyway."
+    )
+    with pytest.raises(ValueError, match=re.escape(said)):
         openenv_lab.compare(a, b)
-    assert openenv_lab.compare(a, b, allow_different_envs=True).mean == 1.0
-    with pytest.raises(TypeError, match="not one of each"):
+    c = evaluation(dict.fromkeys(range(4), 0.0), version="0.3.0", env_id="openenv/chess")
+    with pytest.raises(ValueError, match=re.escape("(env_id: 'openenv/echo' vs 'openenv/chess'; server_ver")):
+        openenv_lab.compare(a, c)
+    allowed = openenv_lab.compare(a, b, allow_different_envs=True, labels=("old", "new"))
+    assert allowed.mean == 1.0 and allowed.labels == ("old", "new")
+    said = "compare() takes two Evaluations, or two recordings; not one of each"
+    with pytest.raises(TypeError, match=re.escape(said)):
         openenv_lab.compare(a, "trajectory.parquet")
 
 
@@ -381,6 +395,9 @@ def test_compare_still_puts_two_recordings_side_by_side(chess_url):
         recorders.append(recorder)
     comparison = openenv_lab.compare(recorders[0].trajectory, recorders[1].trajectory)
     assert type(comparison).__name__ == "Comparison"
+    assert (comparison.left.title, comparison.right.title) == ("A", "B")
+    named = openenv_lab.compare(recorders[0].trajectory, recorders[1].trajectory, labels=("x", "y"))
+    assert (named.left.title, named.right.title) == ("x", "y")
     for recorder in recorders:
         recorder.close()
 
