@@ -172,6 +172,47 @@ def test_a_stable_baselines3_model_is_a_policy():
     assert (
         result.policy == "PPO" and result.episodes["length"].to_list() == again.episodes["length"].to_list()
     )
+    # The model's own deterministic play, episode by episode, is what evaluate measures.
+    reference = []
+    for seed in range(4):
+        obs, _ = env.reset(seed=seed)
+        done, total = False, 0.0
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(int(model.predict(obs, deterministic=True)[0]))
+            total, done = total + float(reward), terminated or truncated
+        reference.append(total)
+    assert not result.episodes["failed"].any() and result.episodes["return"].to_list() == reference
+    env.close()
+
+
+class MaskReader:
+    """A model whose ``predict`` takes the action masks, as sb3-contrib's ``MaskablePPO``'s does: it plays
+    the first legal move, and keeps what it was given (mutations of the masks' path left tests passing)."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail, self.given = fail, []
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=False, action_masks=None):
+        self.given.append((observation, deterministic, action_masks))
+        if self.fail:
+            raise ValueError("no moves today")
+        return np.argmax(action_masks, axis=1), None
+
+
+def test_a_model_that_takes_masks_gets_the_batchs_masks_and_plays_legal_moves():
+    model = MaskReader()
+    result = openenv_lab.evaluate(model, "openenv/chess", episodes=3, n_envs=2, max_moves=3, progress=False)
+    assert result.policy == "MaskReader" and not result.episodes["failed"].any()
+    assert (result.episodes["length"] > 0).all()
+    for observation, deterministic, masks in model.given:
+        assert deterministic is True and masks.dtype == bool
+        assert np.array_equal(masks, observation["action_mask"].astype(bool)) and masks.any(axis=1).all()
+    broken = openenv_lab.evaluate(
+        MaskReader(fail=True), "openenv/chess", episodes=2, n_envs=2, progress=False
+    )
+    assert (
+        broken.episodes["error"].to_list() == ["the model's predict() raised ValueError: no moves today"] * 2
+    )
 
 
 def test_the_progress_bar_counts_episodes(capsys):
