@@ -207,6 +207,13 @@ def test_a_model_that_takes_masks_gets_the_batchs_masks_and_plays_legal_moves():
     for observation, deterministic, masks in model.given:
         assert deterministic is True and masks.dtype == bool
         assert np.array_equal(masks, observation["action_mask"].astype(bool)) and masks.any(axis=1).all()
+
+    class NoMasks:  # a model whose predict() takes no masks gets none: it reads them from the batch
+        def predict(self, observation, state=None, episode_start=None, deterministic=False):
+            return np.argmax(observation["action_mask"], axis=1), None
+
+    plain = openenv_lab.evaluate(NoMasks(), "chess", episodes=2, n_envs=2, max_moves=2, progress=False)
+    assert not plain.episodes["failed"].any()
     broken = openenv_lab.evaluate(
         MaskReader(fail=True), "openenv/chess", episodes=2, n_envs=2, progress=False
     )
