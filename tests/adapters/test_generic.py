@@ -236,5 +236,65 @@ def test_actions_from_json_round_trip_and_say_why_when_they_do_not_fit():
     assert whole.action_from_json({"action": "water", "x": 1, "y": 0}) == 2
     assert whole.action_from_json({"action": "wait", "x": None, "y": None}) == 0  # unset fields: null
     assert whole.describe_action(1) == "{'action': 'water', 'x': 0, 'y': 0}"
+    assert whole.encode_action(np.int64(1)) == {"action": "water", "x": 0, "y": 0}
+    assert whole.action_from_json({"y": 0, "x": 1, "action": "water"}) == 2  # in any order
+    assert both.describe_action({"above": 6, "below": -3}) == str({"above": 6, "below": -3})
     with pytest.raises(ValueError, match=r"is not one of this environment's 3 actions"):
         whole.action_from_json({"action": "water", "x": 5, "y": 0})
+
+
+class Listed(BaseModel):
+    legal_actions: list[int] = Field(default_factory=list)
+    note: str = ""
+
+
+def test_the_legal_actions_field_is_the_specs_or_a_conventional_name():
+    """`_find_legal_field`'s branches (mutants of each left the tests of this file passing)."""
+    from openenv_lab.adapters.spec import Spec
+
+    first = {"legal_actions": [0, 2], "note": ""}
+    named = adapter_for(
+        Move, Listed, first, spec=Spec("n", action="steps", actions=3, legal_actions="legal_actions")
+    )
+    assert (
+        "action_mask" in named.observation_space.spaces
+        and "legal_actions" not in named.observation_space.spaces
+    )
+    found = adapter_for(
+        Move, Listed, first, spec=Spec("n", action="steps", actions=3)
+    )  # the conventional name
+    assert found.observation_space == named.observation_space
+    plain = adapter_for(Move, Listed, first)  # no values known: the list stays an observation
+    assert (
+        "legal_actions" in plain.observation_space.spaces
+        and "action_mask" not in plain.observation_space.spaces
+    )
+    said = "names 'moves' as the legal actions, but the observation has no such field: ['legal_actions', 'n"
+    with pytest.raises(ProtocolError, match=re.escape(said)):
+        adapter_for(Move, Listed, first, spec=Spec("n", action="steps", actions=3, legal_actions="moves"))
+    said = "names legal actions but not the action's values: add actions=N (the count) or actions=[...] (the"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        adapter_for(Move, Listed, first, spec=Spec("n", action="steps", legal_actions="legal_actions"))
+
+
+class Loose(BaseModel):
+    level: Optional[int] = None  # noqa: UP045 - pydantic writes anyOf; other generators a list of types
+
+
+def test_an_integer_among_a_list_of_types_is_an_integer_too():
+    from openenv_lab.adapters.generic import _unbounded_integer
+
+    assert _unbounded_integer({"type": ["integer", "null"]}) and _unbounded_integer(
+        {"type": "integer", "minimum": 0}
+    )
+    assert not _unbounded_integer({"type": ["integer", "null"], "minimum": 0, "maximum": 3})
+    assert not _unbounded_integer({"type": ["string", "null"]}) and not _unbounded_integer({"type": "number"})
+
+
+def test_json_values_are_compared_as_sent():
+    from openenv_lab.adapters.generic import _same
+
+    assert _same(3, 3.0) and not _same(3, 3.5) and _same([1, 2], [1.0, 2.0]) and not _same([1, 2], [1, 2, 3])
+    assert _same({"a": [1]}, {"a": [1]}) and not _same({"a": [1]}, {"a": [2]}) and not _same({"a": 1}, 1)
+    assert _same([[1], [2, 3]], [[1], [2, 3]]) and not _same([[1], [2, 3]], [[1], [2, 4]])  # ragged
+    assert _same("hi", "hi") and not _same("hi", "ho") and not _same(None, 0)
