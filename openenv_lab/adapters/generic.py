@@ -464,11 +464,12 @@ def _key(value: Any) -> str:
 
 
 def _same(sent: Any, given: Any) -> bool:
-    """Whether the JSON value an action sends is the one it was made from (numbers compared by value, so 1
-    and 1.0 are the same, 3 and 3.5 are not)."""
+    """Whether the JSON value an action sends is the one it was made from (numbers and arrays of numbers
+    compared by value, so 1 and 1.0 are the same, 3 and 3.5 are not; anything else as Python compares it,
+    since numpy would read [1, "a"] as ["1", "a"])."""
     try:
         a, b = np.asarray(sent), np.asarray(given)
-        if a.dtype != object and b.dtype != object:
+        if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
             return a.shape == b.shape and bool(np.all(a == b))
     except ValueError:  # ragged lists: compared as they are
         pass

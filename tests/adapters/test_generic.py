@@ -298,3 +298,4 @@ def test_json_values_are_compared_as_sent():
     assert _same({"a": [1]}, {"a": [1]}) and not _same({"a": [1]}, {"a": [2]}) and not _same({"a": 1}, 1)
     assert _same([[1], [2, 3]], [[1], [2, 3]]) and not _same([[1], [2, 3]], [[1], [2, 4]])  # ragged
     assert _same("hi", "hi") and not _same("hi", "ho") and not _same(None, 0)
+    assert not _same([1, "a"], ["1", "a"]) and not _same(["1"], [1]) and _same([1, "a"], [1, "a"])
