@@ -282,6 +282,8 @@ def test_the_nim_specs_mask_follows_the_pile_on_every_step_of_whole_games(nim):
         while not done:
             assert list(obs["action_mask"]) == [int(n <= obs["pile"]) for n in (1, 2, 3)], obs
             assert list(obs["action_mask"]) == [int(n in info["legal_actions"]) for n in (1, 2, 3)]
+            # What MaskablePPO asks the env for (mutation: all True) is the observation's mask.
+            assert nim.unwrapped.action_masks().tolist() == obs["action_mask"].astype(bool).tolist()
             narrowed += int(not obs["action_mask"].all())
             action = nim.action_space.sample(mask=obs["action_mask"].astype(np.int8))
             obs, _, terminated, truncated, info = nim.step(action)
