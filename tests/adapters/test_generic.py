@@ -299,3 +299,38 @@ def test_json_values_are_compared_as_sent():
     assert _same([[1], [2, 3]], [[1], [2, 3]]) and not _same([[1], [2, 3]], [[1], [2, 4]])  # ragged
     assert _same("hi", "hi") and not _same("hi", "ho") and not _same(None, 0)
     assert not _same([1, "a"], ["1", "a"]) and not _same(["1"], [1]) and _same([1, "a"], [1, "a"])
+
+
+def test_decoding_a_step_ends_rewards_and_masks_as_the_server_says():
+    """`GenericAdapter.decode` on each of its paths (mutations of each left this file's tests passing; the
+    servers' tests elsewhere see most of them, not all)."""
+    from openenv_lab.adapters.spec import Spec
+
+    spec = Spec("n", action="steps", actions=3, legal_actions="legal_actions")
+    adapter = adapter_for(Move, Listed, {"legal_actions": [0, 1, 2], "note": ""}, spec=spec)
+    step = adapter.decode(StepResult({"legal_actions": [2], "note": "hi"}, 0.5, False, {}), {"steps": 0})
+    assert step.observation["action_mask"].tolist() == [0, 0, 1] and step.observation["note"] == "hi"
+    assert step.info["legal_actions"] == [2] and adapter.action_masks().tolist() == [False, False, True]
+    assert (step.reward, step.terminated, step.truncated) == (0.5, False, False)
+    assert "reward_missing" not in step.info and step.info["raw_observation"]["note"] == "hi"
+    assert json.loads(adapter.render("ansi")) == {"legal_actions": [2], "note": "hi"}
+
+    ended = adapter.decode(StepResult({"legal_actions": None}, None, True, {}), None)
+    assert (ended.reward, ended.terminated, ended.truncated) == (0.0, True, False)
+    assert ended.info["reward_missing"] is True and ended.info["legal_actions"] == []
+    assert ended.observation["action_mask"].tolist() == [0, 0, 0] and ended.observation["note"] == ""
+    cut = adapter.decode(StepResult({"legal_actions": [0]}, -1.0, True, {"truncated": True}), None)
+    assert (cut.reward, cut.terminated, cut.truncated) == (-1.0, False, True)
+    said = adapter.decode(StepResult({"legal_actions": [0]}, 1.0, False, {"truncated": True}), None)
+    assert not said.terminated and not said.truncated  # "truncated" counts only when the episode is done
+    levels = adapter_for(Move, Bounded, {"level": 1, "share": 0.5})
+    with pytest.raises(
+        ProtocolError, match=r"observation field 'level' = 'high', which its /schema does not"
+    ):
+        levels.decode(StepResult({"level": "high", "share": 0.5}, 0.0, False, {}), None)
+
+    with pytest.warns(UserWarning, match="without bounds"):
+        listed = adapter_for(Unbounded, Listed, {"legal_actions": [0, 7], "note": ""})
+    step = listed.decode(StepResult({"legal_actions": [7, 9], "note": ""}, 1.0, False, {}), None)
+    assert step.info["legal_actions"] == [7, 9] and "action_mask" not in step.observation
+    assert listed.decode(StepResult({"note": ""}, 1.0, False, {}), None).info["legal_actions"] == []
