@@ -443,7 +443,7 @@ class GenericAdapter(Adapter):
     def describe_action(self, action: Any) -> str:
         if self.tools is not None:
             return self.tools.describe(action)
-        if self._action_values is not None and self._single_action not in self._action_fields:
+        if self._action_values is not None:  # a Discrete over values (an enum's too): the value it sends
             return str(self._action_values[int(action)])
         return super().describe_action(action)
 

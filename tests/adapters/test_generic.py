@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from enum import Enum
 from typing import Optional
 
 import numpy as np
@@ -334,3 +335,45 @@ def test_decoding_a_step_ends_rewards_and_masks_as_the_server_says():
     step = listed.decode(StepResult({"legal_actions": [7, 9], "note": ""}, 1.0, False, {}), None)
     assert step.info["legal_actions"] == [7, 9] and "action_mask" not in step.observation
     assert listed.decode(StepResult({"note": ""}, 1.0, False, {}), None).info["legal_actions"] == []
+
+
+class Color(str, Enum):
+    red = "red"
+    blue = "blue"
+
+
+class Paint(BaseModel):
+    metadata: dict = Field(default_factory=dict)  # every OpenEnv action has it: never an action field
+    color: Color  # a $ref into $defs
+
+
+class Palette(BaseModel):
+    available_actions: list[str] = Field(default_factory=list)
+
+
+def test_action_spaces_from_refs_enums_and_declared_spaces():
+    from openenv_lab.adapters.spec import Spec
+
+    paint = adapter_for(Paint, Palette, {"available_actions": ["red"]})
+    assert paint.action_fields() == ["color"] and paint.action_space == spaces.Discrete(2)
+    assert paint.encode_action(1) == {"color": "blue"} and paint.describe_action(1) == "blue"
+    step = paint.decode(StepResult({"available_actions": ["blue"]}, 0.0, False, {}), None)
+    assert step.observation["action_mask"].tolist() == [0, 1]  # an enum's values are masked by name
+
+    box = spaces.Box(0.0, 1.0, (2,), np.float64)
+    declared = adapter_for(Move, Empty, {}, spec=Spec("d", action="steps", action_space=box))
+    assert declared.action_space == box
+    assert declared.encode_action(np.array([0.25, 0.5])) == {"steps": [0.25, 0.5]}
+    assert declared.action_from_json({"steps": [0.25, 0.5]}).tolist() == [0.25, 0.5]
+    with pytest.raises(ValueError, match=r"has shape \(3,\), but its declared space is Box"):
+        declared.action_from_json({"steps": [0.1, 0.2, 0.3]})
+    with pytest.raises(
+        ValueError, match=r"The spec 'd' gives the action's values: name its one field, action="
+    ):
+        adapter_for(HalfBounded, Empty, {}, spec=Spec("d", action_space=box))
+
+    with pytest.raises(ValueError, match=r"There is no spec called 'nope'; there are atari, chess, connect4"):
+        GenericAdapter(spec="nope")
+    with pytest.raises(TypeError, match=r"spec must be a Spec or the name of one, got 3"):
+        GenericAdapter(spec=3)
+    assert GenericAdapter(spec="maze").spec.name == "maze"
