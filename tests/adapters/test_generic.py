@@ -377,3 +377,33 @@ def test_action_spaces_from_refs_enums_and_declared_spaces():
     with pytest.raises(TypeError, match=r"spec must be a Spec or the name of one, got 3"):
         GenericAdapter(spec=3)
     assert GenericAdapter(spec="maze").spec.name == "maze"
+
+
+class Swatch(BaseModel):
+    color: Color  # a $ref into the observation schema's $defs
+    shade: int = Field(0, ge=0, le=9)
+
+
+def test_observation_spaces_from_refs_extra_fields_and_a_reset_schema():
+    """`_build_observation_space`: $defs, fields the schema does not list (inferred from the first
+    observation), the reset observation's own schema when the server has one, and the mask's attribute."""
+    adapter = adapter_for(Move, Swatch, {"color": "red", "shade": 3, "extra": [1.5, 2.5]})
+    assert adapter.observation_space["color"] == spaces.Discrete(2)
+    assert adapter.observation_space["shade"] == spaces.Discrete(10)
+    assert isinstance(adapter.observation_space["extra"], JSONText)  # not in the schema: JSON text
+    assert adapter.env_attributes == ()
+    reset = GenericAdapter()
+    reset.schema = {
+        "action": Move.model_json_schema(),
+        "observation": Board.model_json_schema(),
+        "reset_observation": Swatch.model_json_schema(),
+    }
+    reset._build_action_space(reset.schema["action"])
+    reset._build_observation_space(StepResult({"color": "blue", "shade": 1}, 0.0, False, {}))
+    assert sorted(reset.observation_space.spaces) == ["color", "shade"]
+    from openenv_lab.adapters.spec import Spec
+
+    spec = Spec("n", action="steps", actions=3, legal_actions="legal_actions")
+    masked = adapter_for(Move, Listed, {"legal_actions": [0], "note": ""}, spec=spec)
+    assert masked.env_attributes == ("action_masks",)
+    assert masked.observation_space["action_mask"] == spaces.MultiBinary(3)
