@@ -541,3 +541,31 @@ def test_the_p_value_does_not_depend_on_the_units_of_the_returns(scale):
     whole = np.array([-9, -6, 6, 3, 8, 2.0])
     assert _sign_flip_p_value(tenths * scale) == _sign_flip_p_value(whole) == 27 / 32
     assert _sign_flip_p_value(np.full(16, scale)) == 2 / 2**16  # sixteen differing pairs: still exact
+
+
+def test_the_summary_gives_each_figure_and_nan_where_too_few_episodes_give_one():
+    """`Evaluation.summary`, figure by figure (its mutants survived where only the mean was read)."""
+    table = pl.DataFrame(
+        {"seed": [0, 1, 2, 3], "return": [1.0, 2.0, 4.0, 9.0], "failed": [False, False, False, True]}
+    )
+    three = Evaluation(table, {"env_id": "openenv/echo"}, policy="p").summary(confidence=0.8)
+    low, high = bootstrap_interval(np.array([1.0, 2.0, 4.0]), confidence=0.8)
+    std = float(np.std([1.0, 2.0, 4.0], ddof=1))
+    assert three == {
+        "episodes": 4,
+        "failed": 1,
+        "mean": pytest.approx(7 / 3),
+        "std": pytest.approx(std),
+        "sem": pytest.approx(std / np.sqrt(3)),
+        "ci_low": low,
+        "ci_high": high,
+        "confidence": 0.8,
+        "min": 1.0,
+        "max": 4.0,
+    }
+    one = Evaluation(table.head(1), {}, policy="p").summary()
+    assert (one["mean"], one["min"], one["max"]) == (1.0, 1.0, 1.0)
+    assert np.isnan(one["std"]) and np.isnan(one["sem"])
+    none = Evaluation(table.tail(1), {}, policy="p").summary()
+    assert none["episodes"] == 1 and none["failed"] == 1
+    assert all(np.isnan(none[key]) for key in ("mean", "std", "sem", "min", "max"))
