@@ -563,6 +563,8 @@ def test_the_summary_gives_each_figure_and_nan_where_too_few_episodes_give_one()
         "min": 1.0,
         "max": 4.0,
     }
+    two = Evaluation(table.head(2), {}, policy="p").summary()
+    assert two["std"] == pytest.approx(np.sqrt(0.5)) and two["sem"] == pytest.approx(0.5)
     one = Evaluation(table.head(1), {}, policy="p").summary()
     assert (one["mean"], one["min"], one["max"]) == (1.0, 1.0, 1.0)
     assert np.isnan(one["std"]) and np.isnan(one["sem"])
