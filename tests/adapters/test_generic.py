@@ -278,10 +278,6 @@ def test_the_legal_actions_field_is_the_specs_or_a_conventional_name():
         adapter_for(Move, Listed, first, spec=Spec("n", action="steps", legal_actions="legal_actions"))
 
 
-class Loose(BaseModel):
-    level: Optional[int] = None  # noqa: UP045 - pydantic writes anyOf; other generators a list of types
-
-
 def test_an_integer_among_a_list_of_types_is_an_integer_too():
     from openenv_lab.adapters.generic import _unbounded_integer
 
