@@ -242,6 +242,14 @@ def read_observation(reply: Any, url: str) -> StepResult:
     return _protocol.observation_data(reply, url=url)
 
 
+def read_reply(kind: str, reply: Any, url: str) -> StepResult | dict[str, Any]:
+    """One entry of a batch's replies to a request of ``kind``: the session's state for ``"state"``, else
+    the observation (or the error it carries, raised)."""
+    if kind == "state":
+        return _protocol.reply_data(reply, expected="state", url=url)
+    return read_observation(reply, url)
+
+
 class SyncChannel:
     """`Channel` without asyncio: one WebSocket to a server's batch route, read by the calling thread.
 

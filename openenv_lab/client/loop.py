@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .async_session import AsyncSession
-from .batch import BatchedSession, Channel, read_observation
+from .batch import BatchedSession, Channel, read_reply
 from .errors import OpenEnvError, SessionClosed, Timeout
 from .transport import Reply, Request
 
@@ -186,7 +186,12 @@ class LoopTransport:
     async def _single(self, i: int, session: AsyncSession, kind: str, payload: dict[str, Any]) -> None:
         reply: Reply
         try:
-            reply = await (session.reset(**payload) if kind == "reset" else session.step(payload))
+            if kind == "reset":
+                reply = await session.reset(**payload)
+            elif kind == "state":
+                reply = await session.state()
+            else:
+                reply = await session.step(payload)
         except OpenEnvError as exc:
             reply = exc.concerning(i, self.urls[i])
         except Exception as exc:  # an action that JSON cannot carry, say
@@ -205,9 +210,9 @@ class LoopTransport:
                 exc.concerning(ids[0], self.urls[ids[0]])
             replies = [exc] * len(ids)
         else:
-            for i, reply in zip(ids, raw, strict=True):
+            for (i, kind, _), reply in zip(entries, raw, strict=True):
                 try:
-                    replies.append(read_observation(reply, channel.url))
+                    replies.append(read_reply(kind, reply, channel.url))
                 except OpenEnvError as exc:
                     replies.append(exc.concerning(i, self.urls[i]))
         self._done.put((ids, replies))

@@ -27,16 +27,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ._protocol import StepResult
-from .batch import SyncBatchedSession, SyncChannel, read_observation
+from .batch import SyncBatchedSession, SyncChannel, read_reply
 from .errors import OpenEnvError, SessionClosed, Timeout
 
 __all__ = ["DirectTransport", "Reply", "Request", "Transport"]
 
-#: A request for one session: ``("reset", keyword arguments)`` or ``("step", the action's JSON)``.
+#: A request for one session: ``("reset", keyword arguments)``, ``("step", the action's JSON)`` or
+#: ``("state", {})``.
 Request = tuple[str, dict[str, Any]]
-#: What a request gets back: the observation, or the error it met (an `OpenEnvError` naming its session,
-#: or, for a request that could not even be written, such as an action JSON cannot carry, that error).
-Reply = StepResult | Exception
+#: What a request gets back: the observation (the state, for ``"state"``), or the error it met (an
+#: `OpenEnvError` naming its session, or, for a request that could not even be written, such as an action
+#: JSON cannot carry, that error).
+Reply = StepResult | dict[str, Any] | Exception
 
 
 class Transport(Protocol):
@@ -98,8 +100,9 @@ class DirectTransport:
     def __init__(self, seats: Sequence[SyncBatchedSession]) -> None:
         self.seats = list(seats)
         self.urls = [seat.base_url for seat in self.seats]
-        # The sessions of each batch in flight on each channel, oldest first (replies come in that order).
-        self._batches: dict[SyncChannel, collections.deque[list[int]]] = {
+        # The sessions of each batch in flight on each channel and what each asked, oldest first (replies
+        # come in that order).
+        self._batches: dict[SyncChannel, collections.deque[list[tuple[int, str]]]] = {
             seat.channel: collections.deque() for seat in self.seats
         }
         self._pending = 0
@@ -123,7 +126,7 @@ class DirectTransport:
             except BaseException as exc:  # sent in part, or interrupted: no reply can be placed now
                 self._fail(exc, ids[0])
                 raise
-            self._batches[channel].append(ids)
+            self._batches[channel].append([(i, requests[i][0]) for i in ids])
             self._pending += len(ids)
 
     def receive(self, timeout: float) -> dict[int, Reply]:
@@ -131,23 +134,23 @@ class DirectTransport:
         if not waiting:
             raise SessionClosed("No request is in flight: the sessions were closed, or nothing was sent")
         channel = waiting[0] if len(waiting) == 1 else self._first_with_reply(waiting, timeout)
-        ids = self._batches[channel][0]  # taken off once its replies are in
+        asked = self._batches[channel][0]  # taken off once its replies are in
         try:
             replies = channel.receive()
         except BaseException as exc:  # the connection failed, or Ctrl+C: these replies are lost
-            self._fail(exc, ids[0])
+            self._fail(exc, asked[0][0])
             raise
         self._batches[channel].popleft()
-        self._pending -= len(ids)
+        self._pending -= len(asked)
         results: dict[int, Reply] = {}
         try:
-            for i, reply in zip(ids, replies, strict=True):
+            for (i, kind), reply in zip(asked, replies, strict=True):
                 try:
-                    results[i] = read_observation(reply, channel.url)
+                    results[i] = read_reply(kind, reply, channel.url)
                 except OpenEnvError as exc:  # this session's request failed; the others are fine
                     results[i] = exc.concerning(i, self.urls[i])
         except BaseException as exc:  # Ctrl+C with replies read but not handed over: nothing adds up now
-            self._fail(exc, ids[0])
+            self._fail(exc, asked[0][0])
             raise
         return results
 

@@ -26,6 +26,7 @@ sessions of whichever server can take them (the others of ``base_urls``, or the 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import weakref
@@ -623,7 +624,23 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             reply = first.get(i)
             if isinstance(reply, BaseException):
                 raise reply
-            set_up_adapter(adapter, clients[url], reply)
+            if i in first:  # a spec read from a session's state (`Spec.from_state`) reads the probed one
+                adapter.session_state = functools.partial(self._session_state, i)
+            try:
+                set_up_adapter(adapter, clients[url], reply)
+            finally:
+                adapter.session_state = None
+
+    def _session_state(self, i: int) -> dict[str, Any]:
+        """The state of session ``i``, asked over its own connection: a server with room for one session
+        (dm_control's default) has none for another."""
+        assert self._transport is not None
+        self._transport.send({i: ("state", {})})
+        reply = self._transport.receive(self.timeouts.request + self.timeouts.close + 5.0)[i]
+        if isinstance(reply, BaseException):
+            raise reply
+        assert isinstance(reply, dict)
+        return reply
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode is None:

@@ -76,6 +76,24 @@ def test_replies_come_back_for_the_sessions_that_were_sent(echo, kind, monkeypat
     wait_until_no_sessions(echo)
 
 
+@pytest.mark.parametrize("kind", ["direct", "loop", "loop, one connection a session"])
+def test_a_state_request_travels_beside_steps_and_comes_back_as_the_state(echo, kind, monkeypatch):
+    """``("state", {})`` is how a vector env reads a session's state over the session itself (a
+    `Spec.from_state` on a server with room for no other session); each reply is that session's state."""
+    monkeypatch.setattr(pool_module, "DIRECT_ON_LOOPBACK", kind == "direct")
+    transport = open_pool([echo], 2, multiplex=kind != "loop, one connection a session")
+    transport.send({0: ("reset", {}), 1: ("reset", {})})
+    receive_all(transport, 2)
+    transport.send({0: ("step", {"message": "a"}), 1: ("state", {})})
+    replies = receive_all(transport, 2)
+    assert isinstance(replies[0], StepResult) and replies[1]["step_count"] == 0
+    transport.send({0: ("state", {}), 1: ("state", {})})
+    states = receive_all(transport, 2)
+    assert [states[i]["step_count"] for i in range(2)] == [1, 0]
+    assert states[0]["episode_id"] != states[1]["episode_id"]
+    transport.close()
+
+
 @pytest.mark.parametrize("kind", ["direct", "loop"])
 def test_an_error_reply_names_its_session_and_leaves_the_others(echo, kind, monkeypatch):
     monkeypatch.setattr(pool_module, "DIRECT_ON_LOOPBACK", kind == "direct")

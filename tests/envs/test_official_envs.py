@@ -380,6 +380,34 @@ def test_wildfire_orders_reach_the_server_as_orders():
         env.close()
 
 
+def test_a_vector_env_reads_its_spec_from_its_own_sessions_state():
+    """A vector env reads a `Spec.from_state` over the sessions it holds: dm_control's server has room
+    for one session only, so asking another for its state would fail and leave the general spaces (a
+    ``Sequence`` action no trainer takes); tic-tac-toe's two sessions each read their game."""
+    with OfficialServer("dm_control_env", environment={"MUJOCO_GL": "disable"}) as server:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # no "Could not read the state" fallback
+            envs = gym.make_vec("openenv/remote", num_envs=1, base_url=server.url)
+        assert envs.single_action_space == spaces.Box(-1.0, 1.0, (1,), np.float64)
+        assert envs.unwrapped.adapters[0].spec.name == "dm_control/cartpole/balance"
+        envs.reset(seed=0)
+        obs, rewards, _, _, _ = envs.step(envs.action_space.sample())
+        assert obs["observations"]["position"].shape == (1, 3) and rewards.shape == (1,)
+        envs.close()
+    with OfficialServer("openspiel_env", environment={"OPENSPIEL_GAME": "tic_tac_toe"}) as server:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            envs = gym.make_vec("openenv/remote", num_envs=2, base_url=server.url)
+        assert envs.single_action_space == spaces.Discrete(9)
+        assert [a.spec.name for a in envs.unwrapped.adapters] == ["openspiel/tic_tac_toe"] * 2
+        envs.reset(seed=0)
+        assert [mask.tolist() for mask in envs.call("action_masks")] == [[True] * 9] * 2  # an empty board
+        envs.step(np.array([4, 4]))  # the centre, then the server's random opponent answers
+        for mask in envs.call("action_masks"):
+            assert not mask[4] and mask.sum() == 7
+        envs.close()
+
+
 def test_a_spec_for_another_environment_is_refused_naming_both():
     with OfficialServer("maze_env") as server:
         with pytest.raises(

@@ -467,13 +467,13 @@ def test_an_interrupt_while_recv_decodes_closes_the_env(monkeypatch):
     with EmbeddedServer("echo", max_sessions=4) as server:
         envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
         envs.reset(seed=0)
-        real = transport_module.read_observation
+        real = transport_module.read_reply
 
         def interrupted(*args):
-            monkeypatch.setattr(transport_module, "read_observation", real)
+            monkeypatch.setattr(transport_module, "read_reply", real)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(transport_module, "read_observation", interrupted)
+        monkeypatch.setattr(transport_module, "read_reply", interrupted)
         envs.send(("hi",) * 4)
         with pytest.raises(KeyboardInterrupt):
             envs.recv()  # the batch's replies were read off the wire, not handed over
