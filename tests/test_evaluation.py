@@ -571,3 +571,96 @@ def test_the_summary_gives_each_figure_and_nan_where_too_few_episodes_give_one()
     none = Evaluation(table.tail(1), {}, policy="p").summary()
     assert none["episodes"] == 1 and none["failed"] == 1
     assert all(np.isnan(none[key]) for key in ("mean", "std", "sem", "min", "max"))
+
+
+class Countdown(gym.Env):
+    """A toy game played in this process, whose every episode is known in advance: ``seed % 4 + 1`` steps,
+    each rewarded with the action taken; even seeds end terminated, odd ones truncated. Its mask allows
+    actions 1 and 3 only (none at all with ``no_legal_move=True``), and with ``integer_box=True`` the
+    action is an unbounded integer whose legal values ``info["legal_actions"]`` lists (2 and 4)."""
+
+    def __init__(self, no_legal_move: bool = False, integer_box: bool = False) -> None:
+        self.observation_space = gym.spaces.Dict(
+            {"left": gym.spaces.Discrete(5), "action_mask": gym.spaces.MultiBinary(5)}
+        )
+        self.action_space = (
+            gym.spaces.Box(-(2**62), 2**62, (), np.int64) if integer_box else gym.spaces.Discrete(5)
+        )
+        self.mask = np.array([0, 0, 0, 0, 0] if no_legal_move else [0, 1, 0, 1, 0], dtype=np.int8)
+        self.left = 0
+        self.seed_ = 0
+
+    def _obs(self):
+        return {"left": self.left, "action_mask": self.mask.copy()}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.seed_ = 0 if seed is None else int(seed)  # None: an idle sub-env autoreset by the vector env
+        self.left = self.seed_ % 4 + 1
+        return self._obs(), {"legal_actions": [2, 4]}
+
+    def step(self, action):
+        self.left -= 1
+        done = self.left == 0
+        terminated, truncated = done and self.seed_ % 2 == 0, done and self.seed_ % 2 == 1
+        return self._obs(), float(action), terminated, truncated, {"legal_actions": [2, 4]}
+
+
+def expected_rows(seeds, draw) -> list[tuple]:
+    """(seed, return, length, terminated, truncated) of each Countdown episode, ``draw(space)`` giving
+    each action from a copy of the action space seeded with the episode's seed."""
+    rows = []
+    for seed in seeds:
+        space = gym.spaces.Discrete(5)
+        space.seed(seed)
+        length = seed % 4 + 1
+        total = sum(float(draw(space)) for _ in range(length))
+        rows.append((seed, total, length, seed % 2 == 0, seed % 2 == 1))
+    return rows
+
+
+def runner_table(result) -> list[tuple]:
+    table = result.episodes
+    assert not table["failed"].any() and table["error"].is_null().all() and table["task_id"].is_null().all()
+    assert (table["wall_s"] > 0).all() and result.complete
+    return list(table.select("seed", "return", "length", "terminated", "truncated").iter_rows())
+
+
+@pytest.mark.parametrize("n_envs", [1, 3, 7])
+def test_every_episode_of_a_known_game_is_played_whole_whatever_the_number_of_sub_envs(n_envs):
+    """Guards the runner's bookkeeping (mutations of `_Runner`: rewards summed, lengths counted, endings
+    kept apart, each sub-environment taking the next seed when it is free, random draws from each
+    episode's own seed) on episodes of 1 to 4 steps, so sub-environments finish at different times."""
+    envs = gym.vector.SyncVectorEnv([Countdown for _ in range(n_envs)])
+    seeds = [3, 0, 5, 6, 1, 10, 7]
+    result = openenv_lab.evaluate("random", envs, seeds=seeds, progress=False)
+    assert runner_table(result) == expected_rows(sorted(seeds), lambda space: space.sample())
+    assert result.episodes["policy"].to_list() == ["random"] * 7
+    masked = openenv_lab.evaluate("masked-random", envs, seeds=seeds, progress=False)
+    legal = np.array([0, 1, 0, 1, 0], dtype=np.int8)
+    assert runner_table(masked) == expected_rows(sorted(seeds), lambda space: space.sample(mask=legal))
+    returns, lengths = masked.episodes["return"], masked.episodes["length"]
+    assert (((returns - lengths) % 2 == 0) & (returns <= 3 * lengths)).all()  # 1s and 3s only
+    envs.close()
+
+
+def test_masked_random_with_no_legal_move_or_a_listed_one_draws_as_documented():
+    """A mask with no legal move is no mask (the whole space is drawn from); an unbounded integer action
+    draws from ``info["legal_actions"]``, which only a policy given infos can see."""
+    envs = gym.vector.SyncVectorEnv([lambda: Countdown(no_legal_move=True)] * 2)
+    result = openenv_lab.evaluate("masked-random", envs, seeds=[0, 1, 2], progress=False)
+    assert runner_table(result) == expected_rows([0, 1, 2], lambda space: space.sample())
+    envs.close()
+    listed = gym.vector.SyncVectorEnv([lambda: Countdown(integer_box=True, no_legal_move=True)] * 2)
+    result = openenv_lab.evaluate("masked-random", listed, seeds=[4, 5, 6, 7], progress=False)
+    expected = []
+    for seed in [4, 5, 6, 7]:
+        space = copy.deepcopy(listed.single_action_space)
+        space.seed(seed)
+        length = seed % 4 + 1
+        total = sum(float([2, 4][int(space.np_random.integers(2))]) for _ in range(length))
+        expected.append((seed, total, length, seed % 2 == 0, seed % 2 == 1))
+    assert runner_table(result) == expected
+    returns, lengths = result.episodes["return"], result.episodes["length"]
+    assert ((returns % 2 == 0) & (returns >= 2 * lengths) & (returns <= 4 * lengths)).all()  # 2s and 4s
+    listed.close()
