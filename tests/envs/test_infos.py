@@ -251,3 +251,24 @@ def test_no_rows_batch_to_no_keys():
     # The mutation pass: the first row's keys read from an empty batch raised IndexError.
     assert batch_infos([], 3) == {}
     assert batch_infos(iter(()), 0) == {}
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "dtype"),
+    [
+        (0.5, 5, np.float64),  # as gymnasium: an int beside floats is a float
+        (0.5, 2**53, np.float64),  # float64 holds integers exactly up to 2**53, both ways
+        (0.5, -(2**53), np.float64),
+        (0.5, 2**53 + 2, object),  # beyond: kept as the int it is (some would round, so none is risked)
+        (0.5, -(2**53) - 1, object),
+        (np.float32(0.5), 2**24, np.float32),  # float32 up to 2**24
+        (np.float32(0.5), 2**24 + 1, np.float64),  # widened, not rounded
+    ],
+)
+def test_an_int_beside_floats_keeps_the_float_dtype_while_it_is_exact(first, then, dtype):
+    """Mutations this guards (the mutmut pass over infos.py): `_exact_float`'s bounds (``+_EXACT``, ``<``
+    for ``<=``, float64 taken down the narrow floats' path); each left every value kept but made the
+    column an object array (or a float64 hold an int it does not promise to)."""
+    infos = add_info(add_info({}, {"x": first}, 0, 2), {"x": then}, 1, 2)
+    assert infos["x"].dtype == dtype and infos["x"].tolist() == [0.5, then]
+    assert type(infos["x"].tolist()[1]) is (int if dtype is object else float)
