@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 import openenv_lab
@@ -309,3 +310,57 @@ def test_fields_an_adapter_keeps_out_of_info_are_not_required_there():
     assert _observation_schema(schema, seen).status == "fail"
     assert _observation_schema(schema, seen, AtariAdapter.raw_fields_left_out).status == "pass"
     assert _observation_schema(schema, [{"screen": []}], AtariAdapter.raw_fields_left_out).status == "fail"
+
+
+def test_a_card_reads_the_same_as_text_html_and_json_word_for_word():
+    """The card's three faces on a card built by hand (mutations this guards, from the mutmut pass over
+    report_card.py: the JSON's key names, the heading's URL-or-target, the summary line, the HTML's
+    verdict and closing tag, a non-JSON value written as its text, the KeyError naming the checks)."""
+    from openenv_lab.report_card import Check
+
+    checks = [
+        Check("check_env", "pass", "passes", {"n": np.int64(3)}),
+        Check("rewards sent", "fail", "2 of 6 steps (33%) had no reward", {"missing": 2, "at": object}),
+        Check("determinism", "warn", "<the same> & more"),
+    ]
+    card = ReportCard("echo", "openenv/echo", "http://127.0.0.1:1", checks)
+    assert str(card) == (
+        "Report card: openenv/echo at http://127.0.0.1:1\n"
+        "  ✓ check_env     pass  passes\n"
+        "  ✗ rewards sent  fail  2 of 6 steps (33%) had no reward\n"
+        "  ! determinism   warn  <the same> & more\n"
+        "  FAILED: rewards sent"
+    )
+    assert str(ReportCard("http://x:1", "openenv/remote", None, checks[:1])).splitlines() == [
+        "Report card: openenv/remote at http://x:1",
+        "  ✓ check_env  pass  passes",
+        "  all checks passed",
+    ]
+    page = card._repr_html_()
+    assert page.startswith(
+        '<div><p style="font:14px sans-serif"><b>Report card: openenv/echo at http://127.0.0.1:1</b>: '
+        "some checks FAILED</p>"
+    )
+    assert page.endswith("</table></div>") and page.count("<tr>") == 3
+    assert "<td>&lt;the same&gt; &amp; more</td>" in page
+    passing = ReportCard("http://x:1", "r", None, checks[:1])._repr_html_()
+    assert "http://x:1</b>: all checks passed" in passing
+    assert json.loads(card.to_json()) == {
+        "target": "echo",
+        "env_id": "openenv/echo",
+        "base_url": "http://127.0.0.1:1",
+        "passed": False,
+        "checks": [
+            {"name": "check_env", "status": "pass", "detail": "passes", "values": {"n": 3}},
+            {
+                "name": "rewards sent",
+                "status": "fail",
+                "detail": "2 of 6 steps (33%) had no reward",
+                "values": {"missing": 2, "at": "<class 'object'>"},
+            },
+            {"name": "determinism", "status": "warn", "detail": "<the same> & more", "values": {}},
+        ],
+    }
+    assert card["determinism"] is checks[2]
+    with pytest.raises(KeyError, match=r"No check named 'speed'; the card has \['check_env', 'rewards sent'"):
+        card["speed"]
