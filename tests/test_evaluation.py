@@ -579,13 +579,17 @@ class Countdown(gym.Env):
     actions 1 and 3 only (none at all with ``no_legal_move=True``), and with ``integer_box=True`` the
     action is an unbounded integer whose legal values ``info["legal_actions"]`` lists (2 and 4)."""
 
-    def __init__(self, no_legal_move: bool = False, integer_box: bool = False) -> None:
+    def __init__(
+        self, no_legal_move: bool = False, integer_box: bool = False, dict_action: bool = False
+    ) -> None:
         self.observation_space = gym.spaces.Dict(
             {"left": gym.spaces.Discrete(5), "action_mask": gym.spaces.MultiBinary(5)}
         )
         self.action_space = (
             gym.spaces.Box(-(2**62), 2**62, (), np.int64) if integer_box else gym.spaces.Discrete(5)
         )
+        if dict_action:  # the action is {"a": ..., "b": ...}; each step is rewarded with a + b
+            self.action_space = gym.spaces.Dict({"a": gym.spaces.Discrete(5), "b": gym.spaces.Discrete(3)})
         self.mask = np.array([0, 0, 0, 0, 0] if no_legal_move else [0, 1, 0, 1, 0], dtype=np.int8)
         self.left = 0
         self.seed_ = 0
@@ -603,7 +607,8 @@ class Countdown(gym.Env):
         self.left -= 1
         done = self.left == 0
         terminated, truncated = done and self.seed_ % 2 == 0, done and self.seed_ % 2 == 1
-        return self._obs(), float(action), terminated, truncated, {"legal_actions": [2, 4]}
+        reward = float(action["a"] + action["b"]) if isinstance(action, dict) else float(action)
+        return self._obs(), reward, terminated, truncated, {"legal_actions": [2, 4]}
 
 
 def expected_rows(seeds, draw) -> list[tuple]:
@@ -664,3 +669,38 @@ def test_masked_random_with_no_legal_move_or_a_listed_one_draws_as_documented():
     returns, lengths = result.episodes["return"], result.episodes["length"]
     assert ((returns % 2 == 0) & (returns >= 2 * lengths) & (returns <= 4 * lengths)).all()  # 2s and 4s
     listed.close()
+
+
+def test_each_episode_draws_from_a_space_of_its_own_and_policies_see_their_own_obs_and_info():
+    """Mutations this guards (`_Policy`): a sub-environment's space copied shallowly (a ``Dict`` action's
+    parts, and so their generators, shared between sub-environments playing at once), the observation or
+    the info not handed to a callable, ``action_mask`` read from an observation that is not a dict."""
+    envs = gym.vector.SyncVectorEnv([lambda: Countdown(dict_action=True)] * 3)
+    seeds = [0, 1, 2, 3, 4]
+    result = openenv_lab.evaluate("random", envs, seeds=seeds, progress=False)
+    expected = []
+    for seed in seeds:
+        space = copy.deepcopy(envs.single_action_space)
+        space.seed(seed)
+        length = seed % 4 + 1
+        total = 0.0
+        for _ in range(length):
+            action = space.sample()
+            total += float(action["a"] + action["b"])
+        expected.append((seed, total, length, seed % 2 == 0, seed % 2 == 1))
+    assert runner_table(result) == expected
+    envs.close()
+
+    envs = gym.vector.SyncVectorEnv([Countdown] * 2)
+    by_obs = openenv_lab.evaluate(lambda obs: int(obs["left"]), envs, seeds=[3, 6], progress=False)
+    assert by_obs.episodes["return"].to_list() == [4 + 3 + 2 + 1, 3 + 2 + 1]  # the steps left, each step
+    by_info = openenv_lab.evaluate(
+        lambda obs, info: info["legal_actions"][-1], envs, seeds=[3, 6], progress=False
+    )
+    assert by_info.episodes["return"].to_list() == [4 * 4.0, 3 * 4.0]
+    assert not by_obs.episodes["failed"].any() and not by_info.episodes["failed"].any()
+    envs.close()
+    cartpole = gym.make("CartPole-v1")  # a Box observation: masked-random is random there
+    played = openenv_lab.evaluate("masked-random", cartpole, seeds=[0, 1], progress=False)
+    assert not played.episodes["failed"].any() and (played.episodes["length"] > 1).all()
+    cartpole.close()
