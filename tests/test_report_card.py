@@ -364,3 +364,42 @@ def test_a_card_reads_the_same_as_text_html_and_json_word_for_word():
     assert card["determinism"] is checks[2]
     with pytest.raises(KeyError, match=r"No check named 'speed'; the card has \['check_env', 'rewards sent'"):
         card["speed"]
+
+
+def test_openenv_validate_says_why_it_did_not_run_or_gave_no_report(monkeypatch):
+    """The branches of ``openenv validate`` that a machine with the openenv package and a quick server
+    never reaches (mutations this guards: the skip's status and words; the timeout's and the missing
+    report's failures): the package missing, the command running past its 180 s, and printing no JSON."""
+    import importlib.util
+    import subprocess
+
+    from openenv_lab import report_card
+
+    real = importlib.util.find_spec
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            importlib.util, "find_spec", lambda name, *a: None if name == "openenv" else real(name, *a)
+        )
+        skipped = report_card._openenv_validate("http://127.0.0.1:9")
+    assert (skipped.name, skipped.status, skipped.detail) == (
+        "openenv validate",
+        "skip",
+        "the openenv package is not installed (pip install openenv)",
+    )
+
+    def too_slow(*args, **kwargs):
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    monkeypatch.setattr(report_card.subprocess, "run", too_slow)
+    late = report_card._openenv_validate("http://127.0.0.1:9")
+    assert (late.status, late.detail) == ("fail", "openenv validate --url did not finish within 180 s")
+    monkeypatch.setattr(
+        report_card.subprocess,
+        "run",
+        lambda args, **kwargs: subprocess.CompletedProcess(args, 1, stdout="", stderr="  Traceback: boom\n"),
+    )
+    silent = report_card._openenv_validate("http://127.0.0.1:9")
+    assert (silent.status, silent.detail) == (
+        "fail",
+        "openenv validate --url printed no report: Traceback: boom",
+    )
