@@ -237,7 +237,7 @@ def _narrower(dtype: np.dtype, value: Any) -> bool:
             return value not in (0, 1)
         if kind in "iu":
             info = np.iinfo(dtype)
-            return not (value.is_integer() and abs(value) <= _EXACT and info.min <= value <= info.max)
+            return not (value.is_integer() and info.min <= value <= info.max)
         return True
     if kind_of is int:
         if kind == "i" and dtype.itemsize == 8:  # the usual case, without asking numpy
@@ -265,11 +265,9 @@ def _narrower(dtype: np.dtype, value: Any) -> bool:
 
 
 def _exact_float(dtype: np.dtype, value: int) -> bool:
-    """Whether a float array of ``dtype`` holds the integer ``value`` exactly: float64 (and wider) up to
-    2**53, narrower floats when the value survives the round trip (float32 rounds 2**24 + 1, float16
-    overflows beyond 65504)."""
-    if dtype.itemsize >= 8:
-        return -_EXACT <= value <= _EXACT
+    """Whether a float array of ``dtype`` holds the integer ``value`` exactly: when the value survives
+    the round trip (float64 rounds 2**53 + 1 but holds 2**53 + 2, float32 rounds 2**24 + 1, float16
+    overflows beyond 65504), as gymnasium's array would hold it."""
     try:
         with np.errstate(over="ignore"):
             stored = dtype.type(value)

@@ -5,6 +5,7 @@ array in another, arrays of other shapes) and `split_infos` gives each row's inf
 from __future__ import annotations
 
 import math
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -257,18 +258,89 @@ def test_no_rows_batch_to_no_keys():
     ("first", "then", "dtype"),
     [
         (0.5, 5, np.float64),  # as gymnasium: an int beside floats is a float
-        (0.5, 2**53, np.float64),  # float64 holds integers exactly up to 2**53, both ways
+        (0.5, 2**53, np.float64),  # float64 holds every integer up to 2**53, both ways
         (0.5, -(2**53), np.float64),
-        (0.5, 2**53 + 2, object),  # beyond: kept as the int it is (some would round, so none is risked)
+        (0.5, 2**53 + 1, object),  # beyond, it rounds some: those are kept as the ints they are
         (0.5, -(2**53) - 1, object),
+        (0.5, 2**53 + 2, np.float64),  # and holds others, as gymnasium's array would
+        (0.5, 2**1100, object),  # beyond any float64
         (np.float32(0.5), 2**24, np.float32),  # float32 up to 2**24
         (np.float32(0.5), 2**24 + 1, np.float64),  # widened, not rounded
     ],
 )
 def test_an_int_beside_floats_keeps_the_float_dtype_while_it_is_exact(first, then, dtype):
-    """Mutations this guards (the mutmut pass over infos.py): `_exact_float`'s bounds (``+_EXACT``, ``<``
-    for ``<=``, float64 taken down the narrow floats' path); each left every value kept but made the
-    column an object array (or a float64 hold an int it does not promise to)."""
+    """Mutations this guards (the mutmut pass over infos.py): `_exact_float`'s round trip; each left
+    every value kept but made the column an object array where a float holds the int."""
     infos = add_info(add_info({}, {"x": first}, 0, 2), {"x": then}, 1, 2)
     assert infos["x"].dtype == dtype and infos["x"].tolist() == [0.5, then]
     assert type(infos["x"].tolist()[1]) is (int if dtype is object else float)
+
+
+NUMBERS = st.one_of(
+    st.booleans(),
+    st.integers(-(2**65), 2**65),
+    st.sampled_from(
+        [0, 1, 127, 128, 255, 256, -129, 2**24 + 1, 2**53, 2**53 + 1, 2**63 - 1, -(2**63), 2**63]
+    ),
+    st.floats(allow_nan=False),
+    st.sampled_from([0.0, 1.0, 0.5, -1.0, 2.0, 300.0, 70_000.0, 2.0**53, 2.0**63, 1e300]),
+    st.builds(np.int8, st.integers(-128, 127)),
+    st.builds(np.uint8, st.integers(0, 255)),
+    st.builds(np.int32, st.integers(-(2**31), 2**31 - 1)),
+    st.builds(np.float16, st.floats(-1000, 1000)),
+    st.builds(np.float32, st.floats(-(2**30), 2**30)),
+    st.builds(np.bool_, st.booleans()),
+    st.builds(np.uint64, st.integers(0, 2**64 - 1)),
+    st.builds(np.int16, st.integers(-(2**15), 2**15 - 1)),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(NUMBERS, NUMBERS)
+@example(0.5, 5)
+@example(True, 0.0)
+@example(np.uint8(3), -1)
+@example(np.int8(3), 2**63 - 1)
+@example(0, 2**63 - 1)
+@example(0, -(2.0**63))  # the int64's least value, as a float
+@example(np.int8(3), -128)
+@example(np.uint64(3), -1)
+@example(0.5, 2**53 + 1)  # numpy's == would call the rounded float equal to it
+def test_two_numbers_batch_to_gymnasiums_dtype_wherever_it_loses_nothing(first, then):
+    """Where gymnasium's own ``_add_info`` keeps both numbers (equal after the round trip), ours makes
+    the very same dtype; ours differs only where gymnasium would round, wrap or truncate. Guards
+    `_narrower`'s and `_keeps`' mutations (the mutmut pass over infos.py), which kept every value but
+    made an object array, or a wider one, where gymnasium's dtype holds them."""
+
+    class Reference(gym.vector.VectorEnv):
+        num_envs = 2
+
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = Reference()._add_info(Reference()._add_info({}, {"x": first}, 0), {"x": then}, 1)
+    except (OverflowError, ValueError, TypeError):  # gymnasium cannot even store it
+        reference = None
+    ours = add_info(add_info({}, {"x": first}, 0, 2), {"x": then}, 1, 2)
+    wanted = [v.item() if isinstance(v, np.generic) else v for v in (first, then)]
+    kept = [v.item() if isinstance(v, np.generic) else v for v in ours["x"].tolist()]
+    assert kept == wanted  # Python's ==, exact between ints and floats (numpy's rounds the int)
+    if reference is None:
+        return
+    stored = reference["x"].tolist()
+    if all(
+        type(s) is not float or math.isfinite(s) or not math.isfinite(float(w))
+        for s, w in zip(stored, wanted, strict=True)
+    ):
+        lossless = all(s == w for s, w in zip(stored, wanted, strict=True))
+        if lossless:
+            assert ours["x"].dtype == reference["x"].dtype, (ours["x"], reference["x"])
+
+
+def test_ints_up_to_2_53_become_floats_beside_a_float():
+    """`_wider`'s bound (a mutation left ints of exactly 2**53 as objects): float64 holds them all."""
+    infos = add_info(add_info({}, {"x": 2**53}, 0, 3), {"x": -(2**53)}, 1, 3)
+    infos = add_info(infos, {"x": 0.5}, 2, 3)
+    assert infos["x"].dtype == np.float64 and infos["x"].tolist() == [2**53, -(2**53), 0.5]
+    beyond = add_info(add_info({}, {"x": 2**53 + 1}, 0, 2), {"x": 0.5}, 1, 2)
+    assert beyond["x"].dtype == object and beyond["x"].tolist() == [2**53 + 1, 0.5]
