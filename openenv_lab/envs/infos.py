@@ -254,6 +254,8 @@ def _narrower(dtype: np.dtype, value: Any) -> bool:
         return kind not in "biuf"
     if value.dtype == dtype:
         return False
+    if value.dtype.kind in "iu" and kind in "fc":  # numpy calls this cast safe, yet big integers round
+        return not _floats_hold(dtype, value)
     if np.can_cast(value.dtype, dtype):
         return False
     try:
@@ -274,6 +276,22 @@ def _exact_float(dtype: np.dtype, value: int) -> bool:
     except OverflowError:  # beyond any float
         return False
     return bool(np.isfinite(stored)) and int(stored) == value
+
+
+def _floats_hold(dtype: np.dtype, ints: Any) -> bool:
+    """Whether floats (or complex numbers) of ``dtype`` hold each of numpy's integers ``ints`` exactly."""
+    ints = np.asarray(ints)
+    if ints.size == 0:
+        return True
+    exact = 2 ** (np.finfo(dtype).nmant + 1)  # every integer up to here; some beyond
+    low, high = int(ints.min()), int(ints.max())
+    if -exact <= low and high <= exact:
+        return True
+    with np.errstate(over="ignore"):
+        stored = np.real(ints.astype(dtype))
+    if not np.isfinite(stored).all():
+        return False
+    return [int(x) for x in stored.ravel().tolist()] == ints.ravel().tolist()
 
 
 def _wider(array: np.ndarray, value: Any) -> np.dtype | None:

@@ -306,6 +306,7 @@ NUMBERS = st.one_of(
 @example(np.int8(3), -128)
 @example(np.uint64(3), -1)
 @example(0.5, 2**53 + 1)  # numpy's == would call the rounded float equal to it
+@example(0, np.uint64(2**63 + 1))  # numpy calls uint64 -> float64 safe; it rounds this one
 def test_two_numbers_batch_to_gymnasiums_dtype_wherever_it_loses_nothing(first, then):
     """Where gymnasium's own ``_add_info`` keeps both numbers (equal after the round trip), ours makes
     the very same dtype; ours differs only where gymnasium would round, wrap or truncate. Guards
@@ -344,3 +345,17 @@ def test_ints_up_to_2_53_become_floats_beside_a_float():
     assert infos["x"].dtype == np.float64 and infos["x"].tolist() == [2**53, -(2**53), 0.5]
     beyond = add_info(add_info({}, {"x": 2**53 + 1}, 0, 2), {"x": 0.5}, 1, 2)
     assert beyond["x"].dtype == object and beyond["x"].tolist() == [2**53 + 1, 0.5]
+
+
+def test_numpys_big_integers_beside_floats_are_not_rounded():
+    """numpy's ``can_cast`` calls int64 and uint64 -> float64 safe, but integers beyond 2**53 round: an
+    array of them beside float arrays (and numpy's uint64 beside ints, which widens to float64) is kept
+    as it is (found by the gymnasium comparison above)."""
+    arrays = add_info(add_info({}, {"x": np.zeros(2)}, 0, 2), {"x": np.array([2**53 + 1, 1])}, 1, 2)
+    assert arrays["x"].dtype == object and arrays["x"][1].tolist() == [2**53 + 1, 1]
+    small = add_info(add_info({}, {"x": np.zeros(2)}, 0, 2), {"x": np.array([2**40, -1])}, 1, 2)
+    assert small["x"].dtype == np.float64 and small["x"].tolist() == [[0.0, 0.0], [2.0**40, -1.0]]
+    unsigned = add_info(add_info({}, {"x": 0}, 0, 2), {"x": np.uint64(2**63 + 1)}, 1, 2)
+    assert unsigned["x"].tolist() == [0, 2**63 + 1]
+    single = add_info(add_info({}, {"x": np.float32(1)}, 0, 2), {"x": np.int32(2**24 + 1)}, 1, 2)
+    assert single["x"].dtype == np.float64 and single["x"].tolist() == [1.0, 2**24 + 1]
