@@ -253,14 +253,13 @@ class _Runner:
             self.policy.start(i, int(seeds[i]))
         observations, infos = self.envs.reset(seed=seeds, options={"reset_mask": mask})
         rows = list(iterate(self.envs.observation_space, observations))
-        tasks = infos.get("task")
         per_env = split_infos(infos, self.envs.num_envs) if self.policy.wants_info else None
+        tasks = _task_ids(infos, self.envs.num_envs)
         for i in ids:
             self.observations[i] = rows[i]
             if per_env is not None:
                 self.infos[i] = per_env[i]
-            task = tasks[i] if tasks is not None else None
-            self.running[i].task_id = task.get("id") if isinstance(task, dict) else None
+            self.running[i].task_id = tasks[i]
         return ids
 
     def _step(self, actions: dict[int, Any]) -> None:
@@ -326,6 +325,16 @@ class _Runner:
         for i in list(self.running):
             self._finish(i, error=reason)
         self.pending.clear()
+
+
+def _task_ids(infos: dict[str, Any], n: int) -> list[str | None]:
+    """The ``id`` of the task each sub-environment's reset named in ``info["task"]`` (batched: a dict of
+    arrays, or an array of dicts), or None."""
+    if "task" not in infos:
+        return [None] * n
+    rows = split_infos({"task": infos["task"], "_task": infos.get("_task", np.ones(n, dtype=np.bool_))}, n)
+    tasks = [row.get("task") for row in rows]
+    return [str(task["id"]) if isinstance(task, dict) and "id" in task else None for task in tasks]
 
 
 class Evaluation:

@@ -165,3 +165,14 @@ def test_recordings_name_the_task_of_every_row(chess_url):
     envs.close()
     by_env = dict(table.group_by("env_index").agg(pl.col("task_id").unique()).iter_rows())
     assert {k: list(v) for k, v in by_env.items()} == {0: ["mate_in_2-0"], 1: ["mate_in_3-0"]}
+
+
+def test_an_evaluation_on_a_task_set_names_each_episodes_task(chess_url):
+    """`evaluate` read ``info["task"]`` as one dict per sub-environment, but a vector env batches it (a
+    dict of arrays): an evaluation on a task set raised ``KeyError: 0`` at its first reset."""
+    result = openenv_lab.evaluate(
+        "masked-random", "chess", episodes=4, n_envs=2, base_url=chess_url, tasks="mate_in_1", progress=False
+    )
+    table = result.episodes
+    assert not table["failed"].any()
+    assert sorted(table["task_id"].to_list()) == [f"mate_in_1-{i}" for i in range(4)]  # 0, 2 and 1, 3
