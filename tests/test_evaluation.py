@@ -577,11 +577,17 @@ class Countdown(gym.Env):
     """A toy game played in this process, whose every episode is known in advance: ``seed % 4 + 1`` steps,
     each rewarded with the action taken; even seeds end terminated, odd ones truncated. Its mask allows
     actions 1 and 3 only (none at all with ``no_legal_move=True``), and with ``integer_box=True`` the
-    action is an unbounded integer whose legal values ``info["legal_actions"]`` lists (2 and 4)."""
+    action is an unbounded integer whose legal values ``info["legal_actions"]`` lists (2 and 4 after a
+    reset, 2 and 3 after a step). With ``tasks=True`` each reset names a task in ``info["task"]``."""
 
     def __init__(
-        self, no_legal_move: bool = False, integer_box: bool = False, dict_action: bool = False
+        self,
+        no_legal_move: bool = False,
+        integer_box: bool = False,
+        dict_action: bool = False,
+        tasks: bool = False,
     ) -> None:
+        self.tasks = tasks  # each reset's info names a task, as our servers' do
         self.observation_space = gym.spaces.Dict(
             {"left": gym.spaces.Discrete(5), "action_mask": gym.spaces.MultiBinary(5)}
         )
@@ -601,14 +607,17 @@ class Countdown(gym.Env):
         super().reset(seed=seed)
         self.seed_ = 0 if seed is None else int(seed)  # None: an idle sub-env autoreset by the vector env
         self.left = self.seed_ % 4 + 1
-        return self._obs(), {"legal_actions": [2, 4]}
+        info = {"legal_actions": [2, 4]}
+        if self.tasks:
+            info["task"] = {"id": f"task-{self.seed_}", "level": 1}
+        return self._obs(), info
 
     def step(self, action):
         self.left -= 1
         done = self.left == 0
         terminated, truncated = done and self.seed_ % 2 == 0, done and self.seed_ % 2 == 1
         reward = float(action["a"] + action["b"]) if isinstance(action, dict) else float(action)
-        return self._obs(), reward, terminated, truncated, {"legal_actions": [2, 4]}
+        return self._obs(), reward, terminated, truncated, {"legal_actions": [2, 3]}  # after a step
 
 
 def expected_rows(seeds, draw) -> list[tuple]:
@@ -663,11 +672,14 @@ def test_masked_random_with_no_legal_move_or_a_listed_one_draws_as_documented():
         space = copy.deepcopy(listed.single_action_space)
         space.seed(seed)
         length = seed % 4 + 1
-        total = sum(float([2, 4][int(space.np_random.integers(2))]) for _ in range(length))
+        total = 0.0
+        for step in range(length):  # from the reset's list, then each step's
+            legal = [2, 4] if step == 0 else [2, 3]
+            total += float(legal[int(space.np_random.integers(2))])
         expected.append((seed, total, length, seed % 2 == 0, seed % 2 == 1))
     assert runner_table(result) == expected
     returns, lengths = result.episodes["return"], result.episodes["length"]
-    assert ((returns % 2 == 0) & (returns >= 2 * lengths) & (returns <= 4 * lengths)).all()  # 2s and 4s
+    assert ((returns >= 2 * lengths) & (returns <= 4 + 3 * (lengths - 1))).all()  # listed values only
     listed.close()
 
 
@@ -697,10 +709,32 @@ def test_each_episode_draws_from_a_space_of_its_own_and_policies_see_their_own_o
     by_info = openenv_lab.evaluate(
         lambda obs, info: info["legal_actions"][-1], envs, seeds=[3, 6], progress=False
     )
-    assert by_info.episodes["return"].to_list() == [4 * 4.0, 3 * 4.0]
+    assert by_info.episodes["return"].to_list() == [
+        4 + 3 * 3.0,
+        4 + 2 * 3.0,
+    ]  # the reset's info, then each step's
     assert not by_obs.episodes["failed"].any() and not by_info.episodes["failed"].any()
     envs.close()
     cartpole = gym.make("CartPole-v1")  # a Box observation: masked-random is random there
     played = openenv_lab.evaluate("masked-random", cartpole, seeds=[0, 1], progress=False)
     assert not played.episodes["failed"].any() and (played.episodes["length"] > 1).all()
     cartpole.close()
+
+
+def test_a_failed_episode_ended_neither_way_and_each_episode_keeps_its_task():
+    """Mutations this guards (`_Runner`): a failed episode recorded as terminated or truncated, and the
+    task named in a reset's info not reaching the episode's row."""
+    envs = gym.vector.SyncVectorEnv([lambda: Countdown(tasks=True)] * 2)
+
+    def fails_on_the_last_step(obs):
+        if obs["left"] == 1:
+            raise RuntimeError("stuck")
+        return 1
+
+    result = openenv_lab.evaluate(fails_on_the_last_step, envs, seeds=[0, 1, 2, 3], progress=False)
+    table = result.episodes
+    assert table["task_id"].to_list() == ["task-0", "task-1", "task-2", "task-3"]
+    assert table["failed"].to_list() == [True] * 4 and table["length"].to_list() == [0, 1, 2, 3]
+    assert not table["terminated"].any() and not table["truncated"].any()
+    assert table["error"].to_list() == ["the policy raised RuntimeError: stuck"] * 4
+    envs.close()
