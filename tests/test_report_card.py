@@ -403,3 +403,34 @@ def test_openenv_validate_says_why_it_did_not_run_or_gave_no_report(monkeypatch)
         "fail",
         "openenv validate --url printed no report: Traceback: boom",
     )
+
+
+def test_the_small_rules_word_for_word():
+    """`_rewards_sent`, `_determinism` and `_sessions` in isolation, each branch word for word (their
+    mutants otherwise reach only through whole cards on servers, where a word or a count can change
+    unnoticed)."""
+    from types import SimpleNamespace
+
+    from openenv_lab.report_card import _determinism, _rewards_sent, _sessions
+
+    assert (_rewards_sent([]).status, _rewards_sent([]).detail) == ("skip", "no step was played")
+    missing = _rewards_sent([False, True, False, True, False, False])
+    assert (missing.status, missing.values) == ("fail", {"missing": 2, "steps": 6, "share": 2 / 6})
+    assert missing.detail == (
+        "no reward (null, or not a finite number) on 2 of 6 steps (33%); a trainer sees 0.0 there"
+    )
+    sent = _rewards_sent([False] * 3)
+    assert (sent.status, sent.detail) == ("pass", "a reward on each of the 3 steps")
+    assert sent.values == {"missing": 0, "steps": 3, "share": 0.0}
+
+    def report(honoured, note):
+        return SimpleNamespace(seeds_honoured=honoured, seed_note=note)
+
+    ignored = _determinism(report(False, "two seeded runs differed"))
+    assert (ignored.name, ignored.status) == ("determinism", "fail")
+    assert ignored.detail == "two seeded runs differed: results cannot be reproduced from a seed"
+    confirmed = _determinism(report(True, "the server confirms each seed"))
+    assert (confirmed.status, confirmed.detail) == ("pass", "the server confirms each seed")
+    unconfirmed = _determinism(report(True, "the same seed replayed the same"))
+    assert (unconfirmed.status, unconfirmed.detail) == ("warn", "the same seed replayed the same")
+    assert [_sessions(n) for n in (None, 0, 1, 2)] == ["? sessions", "0 sessions", "1 session", "2 sessions"]
