@@ -362,6 +362,10 @@ def test_a_card_reads_the_same_as_text_html_and_json_word_for_word():
         ],
     }
     assert card["determinism"] is checks[2]
+    assert card.to_json().startswith('{\n  "target": "echo",\n  "env_id"')  # indented by two
+    assert "</tr><tr>" in page
+    two = ReportCard("t", "e", None, [Check("a", "fail", "x"), Check("b", "fail", "y")])
+    assert str(two).endswith("\n  FAILED: a, b")
     with pytest.raises(KeyError, match=r"No check named 'speed'; the card has \['check_env', 'rewards sent'"):
         card["speed"]
 
@@ -434,3 +438,33 @@ def test_the_small_rules_word_for_word():
     unconfirmed = _determinism(report(True, "the same seed replayed the same"))
     assert (unconfirmed.status, unconfirmed.detail) == ("warn", "the same seed replayed the same")
     assert [_sessions(n) for n in (None, 0, 1, 2)] == ["? sessions", "0 sessions", "1 session", "2 sessions"]
+    assert {c.name for c in (_rewards_sent([]), missing, sent)} == {"rewards sent"}
+    assert {c.name for c in (ignored, confirmed, unconfirmed)} == {"determinism"}
+
+
+def test_the_observation_schema_check_word_for_word(monkeypatch):
+    """`_observation_schema`'s name on every branch, its pass line, a model with neither properties nor
+    required fields, a long error cut at 200 characters, and the branch without jsonschema."""
+    import sys
+
+    from openenv_lab.report_card import _observation_schema
+
+    bare = _observation_schema({"observation": {"type": "object"}}, [{"x": 1}, None, {"y": 2}])
+    assert (bare.name, bare.status, bare.detail) == (
+        "observation schema",
+        "pass",
+        "2 observations match /schema",
+    )
+    assert bare.values == {"observations": 2}
+    assert _observation_schema({}, [{}]).name == "observation schema"
+    typed = {"observation": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    long = _observation_schema(typed, [{"n": "x" * 500}])
+    assert long.name == "observation schema" and long.detail.startswith("observation 0: n: 'xxx")
+    assert len(long.detail) == len("observation 0: n: ") + 200
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # import jsonschema raises ImportError
+    without = _observation_schema(typed, [{"n": 1}])
+    assert (without.name, without.status, without.detail) == (
+        "observation schema",
+        "skip",
+        "jsonschema is not installed",
+    )
