@@ -392,11 +392,13 @@ def test_openenv_validate_says_why_it_did_not_run_or_gave_no_report(monkeypatch)
     )
 
     def too_slow(*args, **kwargs):
+        assert kwargs["timeout"] == 180  # what the card then says
         raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
 
     monkeypatch.setattr(report_card.subprocess, "run", too_slow)
     late = report_card._openenv_validate("http://127.0.0.1:9")
-    assert (late.status, late.detail) == ("fail", "openenv validate --url did not finish within 180 s")
+    assert (late.name, late.status) == ("openenv validate", "fail")
+    assert late.detail == "openenv validate --url did not finish within 180 s"
     monkeypatch.setattr(
         report_card.subprocess,
         "run",
