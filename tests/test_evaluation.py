@@ -8,6 +8,7 @@ import io
 import os
 import re
 import signal
+import time
 
 import chess
 import gymnasium as gym
@@ -66,10 +67,9 @@ def test_rows_carry_the_identity_and_how_each_episode_ended():
     assert table["truncated"].all() and not table["terminated"].any()
     assert table["return"].to_list() == [1.5] * 5  # 0.1 per character, 3 messages of 5
     assert set(table["env_id"]) == {"openenv/echo"} and set(table["server_name"]) == {"echo"}
-    assert (
-        table["schema_sha256"][0]
-        == openenv_lab.Client(result.identity["base_url"]).identity()["schema_sha256"]
-    )
+    server = openenv_lab.Client(result.identity["base_url"]).identity()
+    assert table["schema_sha256"][0] == server["schema_sha256"]
+    assert table["server_version"][0] == server["version"] and server["version"]
     assert table["policy"][0] == "<lambda>" and (table["wall_s"] > 0).all()
     summary = result.summary()
     assert summary["mean"] == 1.5 and summary["std"] == 0 and summary["failed"] == 0
@@ -128,11 +128,11 @@ def test_a_server_that_goes_away_keeps_what_was_played_and_says_so():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"episodes": 0}, "episodes must be at least 1"),
-        ({"episodes": 3, "seeds": [1, 2]}, "one episode per seed"),
-        ({"seeds": [1, 1]}, "duplicates"),
-        ({"seeds": []}, "seeds is empty"),
-        ({"n_envs": 0}, "n_envs must be at least 1"),
+        ({"episodes": 0}, "^episodes must be at least 1, got 0$"),
+        ({"episodes": 3, "seeds": [1, 2]}, "^episodes=3 but 2 seeds were given: one episode per seed$"),
+        ({"seeds": [1, 1]}, "^seeds has duplicates: each seed is one episode, and comparisons pair by seed$"),
+        ({"seeds": []}, "^seeds is empty: give at least one$"),
+        ({"n_envs": 0}, "^n_envs must be at least 1, got 0$"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(kwargs, message):
@@ -145,7 +145,11 @@ def test_an_unknown_environment_or_policy_is_named():
         openenv_lab.evaluate("random", "chesss")
     with pytest.raises(ValueError, match="not one of"):
         openenv_lab.evaluate("greedy", "openenv/echo", episodes=1, progress=False)
-    with pytest.raises(TypeError, match="callable"):
+    with pytest.raises(
+        TypeError,
+        match=r"^policy must be a callable obs -> action, a model with predict\(\), or one of "
+        r"\('random', 'masked-random'\); got int$",
+    ):
         openenv_lab.evaluate(42, "openenv/echo", episodes=1, progress=False)
 
 
@@ -224,7 +228,8 @@ def test_a_model_that_takes_masks_gets_the_batchs_masks_and_plays_legal_moves():
 
 def test_the_progress_bar_counts_episodes(capsys):
     openenv_lab.evaluate(lambda obs: "x", "openenv/echo", episodes=3, n_envs=3, max_steps=1, progress=True)
-    assert "3/3" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "3/3" in err and "<lambda> on openenv/echo: " in err and re.search(r"episode/s|s/episode", err)
 
 
 def test_the_bootstrap_interval_holds_the_mean_and_is_repeatable():
@@ -738,3 +743,47 @@ def test_a_failed_episode_ended_neither_way_and_each_episode_keeps_its_task():
     assert not table["terminated"].any() and not table["truncated"].any()
     assert table["error"].to_list() == ["the policy raised RuntimeError: stuck"] * 4
     envs.close()
+
+
+class Greedy:
+    """A policy object without a ``__name__``: named by its class."""
+
+    def __call__(self, obs):
+        return 3
+
+
+def test_an_id_made_here_plays_its_seeds_and_names_itself_and_the_policy():
+    """Mutations this guards (`evaluate`, `_seeds`, `_identity`, `_Policy`): the seeds counted from
+    ``seed``, the default of 100 episodes, one sub-environment allowed, a gymnasium id made here, the
+    identity of an environment that is no server, the policy's name, each episode's wall time."""
+    gym.register("CountdownToy-v0", entry_point=Countdown)
+    try:
+        started = time.perf_counter()
+        result = openenv_lab.evaluate(
+            Greedy(), "CountdownToy-v0", seed=5, episodes=3, n_envs=1, progress=False
+        )
+        elapsed = time.perf_counter() - started
+        assert result.episodes["seed"].to_list() == [5, 6, 7]
+        assert result.episodes["return"].to_list() == [3.0 * (s % 4 + 1) for s in (5, 6, 7)]
+        assert result.identity == {
+            "env_id": "CountdownToy-v0",
+            "server_name": None,
+            "server_version": None,
+            "schema_sha256": None,
+            "base_url": None,
+        }
+        assert result.policy == "Greedy" and (result.episodes["wall_s"] <= elapsed).all()
+        assert openenv_lab.evaluate("random", "CountdownToy-v0", progress=False).episodes[
+            "seed"
+        ].to_list() == list(range(100))
+    finally:
+        gym.registry.pop("CountdownToy-v0")
+    made = gym.vector.SyncVectorEnv([Countdown])
+    assert (
+        openenv_lab.evaluate("random", made, episodes=1, progress=False).identity["env_id"] == "SyncVectorEnv"
+    )
+    made.close()
+    single = Countdown()
+    assert (
+        openenv_lab.evaluate("random", single, episodes=1, progress=False).identity["env_id"] == "Countdown"
+    )
