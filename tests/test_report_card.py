@@ -470,3 +470,59 @@ def test_the_observation_schema_check_word_for_word(monkeypatch):
         "skip",
         "jsonschema is not installed",
     )
+
+
+def test_openenv_validates_report_is_read_criterion_by_criterion(monkeypatch):
+    """How the card reads ``openenv validate --json`` (its real output is read by the echo card above):
+    the command it runs, a pass, a required criterion failed, an optional one failed, and an overall
+    failure that names no criterion (mutations of `_openenv_validate`'s reading that a passing server
+    never shows)."""
+    import subprocess
+    import sys
+
+    from openenv_lab import report_card
+
+    calls = []
+
+    def replying(report):
+        def run(args, **kwargs):
+            calls.append((args, kwargs))
+            return subprocess.CompletedProcess(args, 0, stdout=json.dumps(report), stderr="")
+
+        return run
+
+    criteria = [
+        {"id": "runtime.reset", "required": True, "passed": True},
+        {"id": "docs.readme", "required": False, "passed": False},
+    ]
+    monkeypatch.setattr(report_card.subprocess, "run", replying({"passed": True, "criteria": criteria}))
+    passed = report_card._openenv_validate("http://127.0.0.1:9")
+    assert calls == [
+        (
+            [sys.executable, "-m", "openenv.cli", "validate", "--url", "http://127.0.0.1:9", "--json"],
+            {"capture_output": True, "text": True, "timeout": 180},
+        )
+    ]
+    assert (passed.name, passed.status, passed.detail) == (
+        "openenv validate",
+        "pass",
+        "2 of 2 criteria passed",
+    )
+    assert passed.values == {"criteria": {"runtime.reset": True, "docs.readme": False}, "profile": None}
+    failing = [
+        {"id": "runtime.reset", "required": True, "passed": False},
+        {"id": "runtime.state", "required": True, "passed": False},
+        {"id": "docs.readme", "required": False, "passed": False},
+    ]
+    report = {"passed": False, "criteria": failing, "standard_profile": "simulation"}
+    monkeypatch.setattr(report_card.subprocess, "run", replying(report))
+    failed = report_card._openenv_validate("http://127.0.0.1:9")
+    assert (failed.name, failed.status) == ("openenv validate", "fail")
+    assert failed.detail == "failed: runtime.reset, runtime.state"
+    assert failed.values["profile"] == "simulation"
+    monkeypatch.setattr(report_card.subprocess, "run", replying({"passed": True, "criteria": failing[:1]}))
+    assert report_card._openenv_validate("http://127.0.0.1:9").detail == "failed: runtime.reset"
+    monkeypatch.setattr(report_card.subprocess, "run", replying({"passed": False}))
+    unnamed = report_card._openenv_validate("http://127.0.0.1:9")
+    assert (unnamed.status, unnamed.detail) == ("fail", "failed: see the report")
+    assert unnamed.values == {"criteria": {}, "profile": None}
