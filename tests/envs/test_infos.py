@@ -359,3 +359,22 @@ def test_numpys_big_integers_beside_floats_are_not_rounded():
     assert unsigned["x"].tolist() == [0, 2**63 + 1]
     single = add_info(add_info({}, {"x": np.float32(1)}, 0, 2), {"x": np.int32(2**24 + 1)}, 1, 2)
     assert single["x"].dtype == np.float64 and single["x"].tolist() == [1.0, 2**24 + 1]
+
+
+def test_the_corners_a_mutation_pass_found_untested():
+    """Mutations this guards (the mutmut pass over infos.py): ``final_obs`` batched like any key (each
+    row's observation is kept whole, even when all are dicts); the exact-range check of `_wider` run on a
+    float array (``int(inf)`` raised); equal ints beside a float taken for big ones; an empty int array
+    beside float ones; the rows of batched dicts that had none given an empty dict instead of None."""
+    first, second = {"b": np.ones(1)}, {"b": np.zeros(1)}
+    batched = batch_infos([(0, {"final_obs": first}), (1, {"final_obs": second})], 2)
+    assert batched["final_obs"].dtype == object and batched["final_obs"][0] is first
+    assert batched["final_obs"][1] is second
+    infinite = add_info(add_info({}, {"x": np.float32(np.inf)}, 0, 2), {"x": 0.1}, 1, 2)
+    assert infinite["x"].dtype == np.float64 and infinite["x"].tolist() == [math.inf, 0.1]
+    zeros = add_info(add_info({}, {"x": 0}, 0, 2), {"x": 0.5}, 1, 2)
+    assert zeros["x"].dtype == np.float64 and zeros["x"].tolist() == [0.0, 0.5]
+    empty = add_info(add_info({}, {"x": np.zeros(0)}, 0, 2), {"x": np.zeros(0, dtype=np.int64)}, 1, 2)
+    assert empty["x"].dtype == np.float64 and empty["x"].shape == (2, 0)
+    gap = add_info(add_info({}, {"k": {"x": 1}}, 0, 3), {"k": np.zeros(2)}, 2, 3)
+    assert gap["k"][0] == {"x": 1} and gap["k"][1] is None and gap["_k"].tolist() == [True, False, True]
