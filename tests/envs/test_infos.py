@@ -307,6 +307,15 @@ NUMBERS = st.one_of(
 @example(np.uint64(3), -1)
 @example(0.5, 2**53 + 1)  # numpy's == would call the rounded float equal to it
 @example(0, np.uint64(2**63 + 1))  # numpy calls uint64 -> float64 safe; it rounds this one
+@example(np.int8(3), 127.0)  # the bounds of the narrow types, exactly: each boundary of `_narrower`
+@example(np.int8(3), -128.0)
+@example(np.int16(3), 2**15 - 1)
+@example(np.int16(3), -(2**15))
+@example(np.uint8(3), 255)
+@example(np.bool_(True), 1.0)
+@example(np.bool_(True), 0)
+@example(np.float16(1), 0.5)
+@example(np.float32(1), 2**24)
 def test_two_numbers_batch_to_gymnasiums_dtype_wherever_it_loses_nothing(first, then):
     """Where gymnasium's own ``_add_info`` keeps both numbers (equal after the round trip), ours makes
     the very same dtype; ours differs only where gymnasium would round, wrap or truncate. Guards
