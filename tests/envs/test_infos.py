@@ -385,9 +385,11 @@ def test_the_corners_a_mutation_pass_found_untested():
     assert zeros["x"].dtype == np.float64 and zeros["x"].tolist() == [0.0, 0.5]
     empty = add_info(add_info({}, {"x": np.zeros(0)}, 0, 2), {"x": np.zeros(0, dtype=np.int64)}, 1, 2)
     assert empty["x"].dtype == np.float64 and empty["x"].shape == (2, 0)
-    small = add_info(
-        add_info({}, {"x": np.int8(3)}, 0, 2), {"x": 1000}, 1, 2
-    )  # int8's own range, not int64's
+    # A key of the info's own named like a mask ("_p") is never widened up front (as in gymnasium, it may
+    # be the mask of a key "p"): text that its int array cannot take makes it objects then.
+    own = add_info(add_info({}, {"_p": 7}, 0, 3), {"_p": "text"}, 1, 3)
+    assert own["_p"].tolist() == [7, "text", 0] and own["__p"].tolist() == [True, True, False]
+    small = add_info(add_info({}, {"x": np.int8(3)}, 0, 2), {"x": 1000}, 1, 2)  # int8's range, not int64's
     assert small["x"].dtype == np.int64 and small["x"].tolist() == [3, 1000]
     gap = add_info(add_info({}, {"k": {"x": 1}}, 0, 3), {"k": np.zeros(2)}, 2, 3)
     assert gap["k"][0] == {"x": 1} and gap["k"][1] is None and gap["_k"].tolist() == [True, False, True]
