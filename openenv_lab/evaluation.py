@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
+from .adapters.base import Adapter
 from .adapters.generic import legal_choice
 from .client import Client, OpenEnvError
 from .envs import OpenEnvVectorEnv
@@ -494,8 +495,9 @@ def evaluate(
             where ``info["legal_actions"]`` lists them for an action the schema does not bound). The
             random policies draw from each episode's seed.
         env: an environment id (``"openenv/chess"``, or ``"chess"``), made here with ``make_kwargs`` as a
-            vector env of ``n_envs`` and closed at the end; or an environment you made (a vector env of
-            ours, any gymnasium vector env, or a single env), used and left open.
+            vector env of ``n_envs`` and closed at the end (with an adapter instance among them, which
+            serves one session, as a single env playing one episode at a time); or an environment you
+            made (a vector env of ours, any gymnasium vector env, or a single env), used and left open.
         episodes: how many (default 100, seeds ``seed``, ``seed + 1``, ...); or give ``seeds``.
         seeds: the seeds, one episode each (the same seeds give the same episodes on a seeded server).
         n_envs: sub-environments (sessions) playing at once, for an id.
@@ -503,13 +505,18 @@ def evaluate(
     """
     seed_list = _seeds(episodes, seeds, seed)
     made = isinstance(env, str)
+    single = env if isinstance(env, gym.Env) else None
     if made:
         env_id = _env_id(env)
         if n_envs < 1:
             raise ValueError(f"n_envs must be at least 1, got {n_envs}")
-        n = min(n_envs, len(seed_list))
-        mode = None if env_id.startswith("openenv/") else "sync"
-        envs = gym.make_vec(env_id, num_envs=n, vectorization_mode=mode, **make_kwargs)
+        if isinstance(make_kwargs.get("adapter"), Adapter):  # one session's adapter: one env
+            single = gym.make(env_id, **make_kwargs)
+            envs = gym.vector.SyncVectorEnv([lambda: single], copy=False)
+        else:
+            n = min(n_envs, len(seed_list))
+            mode = None if env_id.startswith("openenv/") else "sync"
+            envs = gym.make_vec(env_id, num_envs=n, vectorization_mode=mode, **make_kwargs)
     elif isinstance(env, gym.vector.VectorEnv):
         envs = env
         env_id = getattr(getattr(env, "spec", None), "id", None) or type(env.unwrapped).__name__
@@ -520,7 +527,7 @@ def evaluate(
         raise TypeError(f"env must be an environment id or an environment, got {type(env).__name__}")
     try:
         wrapped = _Policy(policy, envs.single_action_space)
-        identity = _identity(envs if not isinstance(env, gym.Env) else env, env_id)
+        identity = _identity(envs if single is None else single, env_id)
         bar = _progress(len(seed_list), f"{wrapped.name} on {env_id}", progress)
         runner = _Runner(envs, wrapped, seed_list, bar)
         complete = True
