@@ -526,3 +526,159 @@ def test_openenv_validates_report_is_read_criterion_by_criterion(monkeypatch):
     unnamed = report_card._openenv_validate("http://127.0.0.1:9")
     assert (unnamed.status, unnamed.detail) == ("fail", "failed: see the report")
     assert unnamed.values == {"criteria": {}, "profile": None}
+
+
+# The state contract and the step after the end, each branch seen on a server that breaks it (the ledger of
+# tests/peers/framework_app.py, one fault per reset). Mutations these guard: any branch's verdict or words
+# changed, the episode_id or the step counts not compared (or compared only at the reset), a count that
+# grows by two a step failed or passed instead of warned about, a one-step episode stepped past its end,
+# an error reading the state not caught, a step after the end answered done (or too slowly) reported as
+# refused or accepted.
+STATE_FAULTS = [
+    ("", "pass", "the reset's episode_id, and a step_count that counts the steps", [0, 1, 2]),
+    ("short", "pass", "the reset's episode_id, and a step_count that counts the steps", [0, 1]),
+    (
+        "double",
+        "warn",
+        "step_count went [0, 2, 4] over 2 steps: it counts more than the agent's steps (an opponent's moves "
+        "too?); openenv.validation's state contract wants one per step",
+        [0, 2, 4],
+    ),
+    ("stuck", "fail", "step_count went [0, 0, 0] over 2 steps", [0, 0, 0]),
+    ("wordy", "fail", "step_count is not an integer: ['none', 'one', 'two']", ["none", "one", "two"]),
+    ("uncounted", "fail", "the state lacks ['step_count']: it has ['episode_id']", None),
+    (
+        "no-state",
+        "fail",
+        "reset(episode_id=...) or state() failed: The server at {ws}/ws reported EXECUTION_ERROR: the "
+        "ledger is locked. The environment raised while handling the request; the session is still open",
+        None,
+    ),
+]
+
+
+def ledger_adapter(fault: str):
+    """The generic adapter, sending the ledger's ``fault`` with every reset."""
+    from openenv_lab.adapters import GenericAdapter
+
+    adapter = GenericAdapter()
+    adapter.reset_options = {"fault": fault}
+    return adapter
+
+
+def ledger(url: str, fault: str, **kwargs):
+    import gymnasium as gym
+
+    return gym.make("openenv/remote", base_url=url, adapter=ledger_adapter(fault), **kwargs)
+
+
+@pytest.mark.parametrize(("fault", "status", "detail", "counts"), STATE_FAULTS)
+def test_the_state_contract_on_each_branch(framework_ledger, fault, status, detail, counts):
+    from openenv_lab.report_card import _state_contract
+
+    env = ledger(framework_ledger, fault)
+    try:
+        check = _state_contract(env)
+    finally:
+        env.close()
+    assert (check.status, check.detail) == (status, detail.format(ws=framework_ledger.replace("http", "ws")))
+    if counts is None:
+        assert check.values == {}
+    else:
+        ids = check.values["episode_ids"]
+        assert check.values["step_counts"] == counts
+        assert len(ids) == len(counts) and len(set(ids)) == 1 and ids[0].startswith("report-card-")
+
+
+def test_a_state_that_forgets_the_resets_episode_id_fails_the_contract(framework_ledger):
+    from openenv_lab.report_card import _state_contract
+
+    env = ledger(framework_ledger, "forgets-id")
+    try:
+        check = _state_contract(env)
+    finally:
+        env.close()
+    kept = check.values["episode_ids"]
+    assert check.status == "fail" and not kept[0].startswith("report-card-") and len(set(kept)) == 1
+    assert check.detail == (
+        f"the reset's episode_id was not kept (the state says {kept[0]!r}); openenv.validation's state "
+        "contract requires it"
+    )
+    assert check.values["step_counts"] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    ("fault", "after_end"),
+    [
+        ("", "refused (EXECUTION_ERROR)"),
+        ("short", "refused (EXECUTION_ERROR)"),
+        ("done-again", "answered done again"),
+        ("slow-after-end", "ended the session (Timeout)"),
+    ],
+)
+def test_what_a_step_after_the_end_gets_is_reported(framework_ledger, fault, after_end):
+    from openenv_lab.report_card import _episodes
+
+    env = ledger(framework_ledger, fault, timeouts=1.0)
+    try:
+        observations, rewards, missing, endings, said = _episodes(env, episodes=2, max_steps=10)
+    finally:
+        env.close()
+    steps = 1 if fault == "short" else 3
+    assert said == after_end
+    assert endings == [(True, False), (True, False)]
+    assert rewards == [0.0] * (2 * steps) and missing == [False] * (2 * steps)
+    # Each episode's reset and steps, as the server sent them.
+    assert [o["entries"] for o in observations] == [*range(steps + 1)] * 2
+
+
+def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session(framework_ledger):
+    # The adapter instance serves one session: the baseline plays on one env, not a vector env of copies.
+    card = openenv_lab.check(
+        framework_ledger, adapter=ledger_adapter("stuck"), validate=False, episodes=2, steps=5
+    )
+    assert card["state contract"].status == "fail" and not card.passed
+    assert statuses(card)["random baseline"] == "info"
+    assert card["random baseline"].values == {
+        "mean": 0.0,
+        "ci_low": 0.0,
+        "ci_high": 0.0,
+        "episodes": 2,
+        "failed": 0,
+    }
+
+
+def test_episodes_that_never_end_skip_the_baseline_and_are_counted_as_running(framework_ledger):
+    card = openenv_lab.check(framework_ledger, validate=False, episodes=2, steps=5, max_episode_steps=2)
+    assert card["random baseline"].status == "skip"
+    assert card["random baseline"].detail == "no random episode ended within 2 steps, so none is played whole"
+    assert card["episode endings"].values["still running"] == 2
+    assert card["rewards sent"].values == {"missing": 0, "steps": 4, "share": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("target", "base_url", "made"),
+    [
+        ("http://127.0.0.1:9", None, ("openenv/remote", "http://127.0.0.1:9")),
+        ("https://example.org", None, ("openenv/remote", "https://example.org")),
+        ("ws://127.0.0.1:9", None, ("openenv/remote", "ws://127.0.0.1:9")),
+        ("wss://127.0.0.1:9", "http://x", ("openenv/remote", "wss://127.0.0.1:9")),
+        ("chess", None, ("openenv/chess", None)),
+        ("openenv/chess", "http://127.0.0.1:9", ("openenv/chess", "http://127.0.0.1:9")),
+    ],
+)
+def test_what_a_card_is_made_for(target, base_url, made):
+    from openenv_lab.report_card import _target
+
+    assert _target(target, base_url) == made
+
+
+def test_an_unknown_target_names_the_known_ones():
+    from openenv_lab.report_card import _target
+
+    with pytest.raises(
+        ValueError, match=r"^Unknown environment 'openenv/nope': give a server's URL, or one of \["
+    ) as caught:
+        _target("openenv/nope", None)
+    assert "'openenv/chess'" in str(caught.value) and "'openenv/remote'" in str(caught.value)
+    assert "'CartPole-v1'" not in str(caught.value)

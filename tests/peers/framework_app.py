@@ -24,6 +24,9 @@ The script binds a free loopback port and prints ``LISTENING http://127.0.0.1:<p
 - ``pile``: Nim on a pile of ten, as OpenSpiel's games are served: the action is an ``action_id`` the
   schema does not bound, and the observation lists the legal ones; an illegal id is an error.
 - ``tally``: a plain ``int`` action without bounds and nothing listing legal values; five steps an episode.
+- ``ledger``: three steps an episode, and one way of breaking the state contract or the end of an episode
+  per episode, named by the reset's ``fault`` (`LedgerEnvironment`): what the report card's state and
+  after-the-end checks must each catch.
 """
 
 from __future__ import annotations
@@ -333,6 +336,85 @@ class PileEnvironment(Environment):
         return self._state
 
 
+class LedgerAction(Action):
+    move: int = Field(..., ge=0, le=1)
+
+
+class LedgerObservation(Observation):
+    entries: int = 0
+
+
+class UncountedState(BaseModel):
+    """A state with an ``episode_id`` and no ``step_count``."""
+
+    episode_id: str | None = None
+
+
+class WordyState(BaseModel):
+    """A state whose ``step_count`` is a word."""
+
+    episode_id: str | None = None
+    step_count: str = "none"
+
+
+class LedgerEnvironment(Environment):
+    """Three steps an episode (one with the fault ``"short"``), breaking one rule per episode, named by the
+    reset's ``fault``:
+
+    - ``"forgets-id"``: the state names an episode_id of its own, not the reset's;
+    - ``"uncounted"``: the state has no ``step_count``; ``"wordy"``: its ``step_count`` is a word;
+    - ``"stuck"``: the ``step_count`` stays 0; ``"double"``: it grows by two a step (an opponent's moves);
+    - ``"no-state"``: reading the state fails (an error reply);
+    - ``"short"``: a one-step episode; ``"done-again"``: a step after the end answers done again;
+      ``"slow-after-end"``: a step after the end takes three seconds.
+
+    No fault (or any other): the contract kept, and a step after the end refused (an error reply).
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fault = ""
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> LedgerObservation:
+        self._fault = str(kwargs.get("fault", ""))
+        kept = str(uuid.uuid4()) if self._fault == "forgets-id" else episode_id or str(uuid.uuid4())
+        self._state = State(episode_id=kept, step_count=0)
+        return LedgerObservation(entries=0, reward=0.0, done=False, metadata={"seed": seed})
+
+    def step(self, action: LedgerAction, timeout_s: float | None = None, **kwargs: Any) -> LedgerObservation:
+        length = 1 if self._fault == "short" else 3
+        if self._state.step_count >= length:  # after the end
+            if self._fault == "done-again":
+                return LedgerObservation(entries=length, reward=0.0, done=True)
+            if self._fault == "slow-after-end":
+                time.sleep(3)
+            raise ValueError("the episode is over: reset first")
+        self._state.step_count += 1
+        return LedgerObservation(
+            entries=self._state.step_count, reward=0.0, done=self._state.step_count == length
+        )
+
+    @property
+    def state(self) -> Any:
+        if self._fault == "no-state":
+            raise RuntimeError("the ledger is locked")
+        episode_id, count = self._state.episode_id, self._state.step_count
+        if self._fault == "uncounted":
+            return UncountedState(episode_id=episode_id)
+        if self._fault == "wordy":
+            return WordyState(episode_id=episode_id, step_count=["none", "one", "two", "three"][count])
+        if self._fault == "stuck":
+            return State(episode_id=episode_id, step_count=0)
+        if self._fault == "double":
+            return State(episode_id=episode_id, step_count=2 * count)
+        return self._state
+
+
 class TallyAction(Action):
     count: int
 
@@ -386,6 +468,7 @@ ENVS = {
     "pile": (PileEnvironment, PileAction, PileObservation),
     "tally": (TallyEnvironment, TallyAction, TallyObservation),
     "liar": (LiarEnvironment, LiarAction, LiarObservation),
+    "ledger": (LedgerEnvironment, LedgerAction, LedgerObservation),
     "parrot": (ParrotEnvironment, ParrotAction, ParrotObservation),
     "counter": (CounterEnvironment, CounterAction, CounterObservation),
     "kitchen": (KitchenEnvironment, KitchenAction, KitchenObservation),
