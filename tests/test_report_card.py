@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -682,3 +685,49 @@ def test_an_unknown_target_names_the_known_ones():
         _target("openenv/nope", None)
     assert "'openenv/chess'" in str(caught.value) and "'openenv/remote'" in str(caught.value)
     assert "'CartPole-v1'" not in str(caught.value)
+
+
+def test_check_env_fails_when_the_server_refuses_what_the_checker_sent(framework_ledger):
+    from openenv_lab.report_card import _check_env
+
+    env = ledger(framework_ledger, "picky")
+    try:
+        check = _check_env(env)
+    finally:
+        env.close()
+    ws = framework_ledger.replace("http", "ws")
+    assert check.status == "fail"
+    said = (
+        f"The server at {re.escape(ws)}/ws reported EXECUTION_ERROR: move [01] is not to my taste\\. The "
+        "environment raised while handling the request; the session is still open"
+    )
+    assert re.fullmatch(f"the server refused what the checker sent: {said}", check.detail), check.detail
+
+
+class Loose(gym.Env):
+    """Unbounded Box observations (gymnasium's checker warns twice) and a long warning of its own, coloured
+    and on two lines, at every reset."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        warnings.warn("\x1b[33m" + "z" * 130 + "\nsecond line\x1b[0m", UserWarning, stacklevel=1)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, True, False, {}
+
+
+def test_check_env_warnings_are_reported_once_each_uncoloured_first_line_only():
+    from openenv_lab.report_card import _check_env
+
+    check = _check_env(Loose())
+    assert check.status == "warn"
+    assert check.detail == (
+        "passes, with warnings: WARN: A Box observation space maximum value is infinity. This is probably "
+        "too high.; WARN: A Box observation space minimum value is -infinity. This is probably too low.; "
+        + "z"
+        * 120
+    )

@@ -366,7 +366,8 @@ class LedgerEnvironment(Environment):
     - ``"stuck"``: the ``step_count`` stays 0; ``"double"``: it grows by two a step (an opponent's moves);
     - ``"no-state"``: reading the state fails (an error reply);
     - ``"short"``: a one-step episode; ``"done-again"``: a step after the end answers done again;
-      ``"slow-after-end"``: a step after the end takes three seconds.
+      ``"slow-after-end"``: a step after the end takes three seconds;
+    - ``"picky"``: every step is refused (an error reply), whatever the action.
 
     No fault (or any other): the contract kept, and a step after the end refused (an error reply).
     """
@@ -387,6 +388,8 @@ class LedgerEnvironment(Environment):
         return LedgerObservation(entries=0, reward=0.0, done=False, metadata={"seed": seed})
 
     def step(self, action: LedgerAction, timeout_s: float | None = None, **kwargs: Any) -> LedgerObservation:
+        if self._fault == "picky":
+            raise ValueError(f"move {action.move} is not to my taste")
         length = 1 if self._fault == "short" else 3
         if self._state.step_count >= length:  # after the end
             if self._fault == "done-again":
