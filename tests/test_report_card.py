@@ -637,11 +637,40 @@ def test_what_a_step_after_the_end_gets_is_reported(framework_ledger, fault, aft
 
 def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session(framework_ledger):
     # The adapter instance serves one session: the baseline plays on one env, not a vector env of copies.
+    # The whole card, check by check, as `check` assembles it (mutations of its own texts, values and order).
     card = openenv_lab.check(
         framework_ledger, adapter=ledger_adapter("stuck"), validate=False, episodes=2, steps=5
     )
-    assert card["state contract"].status == "fail" and not card.passed
-    assert statuses(card)["random baseline"] == "info"
+    assert (card.target, card.env_id, card.base_url) == (framework_ledger, "openenv/remote", framework_ledger)
+    assert not card.passed
+    details = {check.name: (check.status, check.detail) for check in card.checks}
+    latency = details.pop("latency")
+    assert details == {
+        "openenv validate": ("skip", "not asked"),
+        "gymnasium check_env": ("pass", "passes"),
+        "determinism": ("pass", "the same seed replays the episode, and the server confirms applying it"),
+        "state contract": ("fail", "step_count went [0, 0, 0] over 2 steps"),
+        "observation schema": ("pass", "8 observations match /schema"),
+        "rewards sent": ("pass", "a reward on each of the 6 steps"),
+        "reward range": ("info", "observed +0 to +0; no range declared"),
+        "episode endings": (
+            "pass",
+            "2 terminated, 0 truncated; a step after the end was refused (EXECUTION_ERROR)",
+        ),
+        "capacity": ("info", "8 sessions (found by opening sessions until the server refused)"),
+        "random baseline": (
+            "info",
+            "mean return +0 (95% CI +0 to +0) over 2 random episodes (masked where there is a mask)",
+        ),
+    }
+    assert latency[0] == "info"
+    assert re.fullmatch(
+        r"p50 \d+\.\d\d ms, p95 \d+\.\d\d ms per step over 5 steps; [\d,]+ bytes per step", latency[1]
+    )
+    values = card["latency"].values
+    assert sorted(values) == ["bytes_per_step", "p50_ms", "p95_ms"]
+    assert 0 < values["p50_ms"] <= values["p95_ms"] and values["bytes_per_step"] > 0
+    assert card["capacity"].values == {"max_sessions": 8}
     assert card["random baseline"].values == {
         "mean": 0.0,
         "ci_low": 0.0,
