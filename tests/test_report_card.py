@@ -630,12 +630,12 @@ def test_what_a_step_after_the_end_gets_is_reported(framework_ledger, fault, aft
     steps = 1 if fault == "short" else 3
     assert said == after_end
     assert endings == [(True, False), (True, False)]
-    assert rewards == [0.0] * (2 * steps) and missing == [False] * (2 * steps)
+    assert rewards == [1.0 if fault else 0.0] * (2 * steps) and missing == [False] * (2 * steps)
     # Each episode's reset and steps, as the server sent them.
     assert [o["entries"] for o in observations] == [*range(steps + 1)] * 2
 
 
-def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session(framework_ledger):
+def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session(framework_ledger, capsys):
     # The adapter instance serves one session: the baseline plays on one env, not a vector env of copies.
     # The whole card, check by check, as `check` assembles it (mutations of its own texts, values and order).
     card = openenv_lab.check(
@@ -652,15 +652,16 @@ def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session
         "state contract": ("fail", "step_count went [0, 0, 0] over 2 steps"),
         "observation schema": ("pass", "8 observations match /schema"),
         "rewards sent": ("pass", "a reward on each of the 6 steps"),
-        "reward range": ("info", "observed +0 to +0; no range declared"),
+        "reward range": ("info", "observed +1 to +1; no range declared"),
         "episode endings": (
             "pass",
             "2 terminated, 0 truncated; a step after the end was refused (EXECUTION_ERROR)",
         ),
         "capacity": ("info", "8 sessions (found by opening sessions until the server refused)"),
+        # Three steps of 1.0 a step: the fault was sent with the baseline's resets too.
         "random baseline": (
             "info",
-            "mean return +0 (95% CI +0 to +0) over 2 random episodes (masked where there is a mask)",
+            "mean return +3 (95% CI +3 to +3) over 2 random episodes (masked where there is a mask)",
         ),
     }
     assert latency[0] == "info"
@@ -672,12 +673,23 @@ def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session
     assert 0 < values["p50_ms"] <= values["p95_ms"] and values["bytes_per_step"] > 0
     assert card["capacity"].values == {"max_sessions": 8}
     assert card["random baseline"].values == {
-        "mean": 0.0,
-        "ci_low": 0.0,
-        "ci_high": 0.0,
+        "mean": 3.0,
+        "ci_low": 3.0,
+        "ci_high": 3.0,
         "episodes": 2,
         "failed": 0,
     }
+    assert "masked-random on" not in capsys.readouterr().err  # no progress bar unless asked
+
+
+def test_a_baseline_that_cannot_be_played_fails_saying_why():
+    from openenv_lab.report_card import _baseline
+
+    check = _baseline("openenv/remote", "http://127.0.0.1:9", 2, 1, False, {})
+    assert (check.name, check.status, check.values) == ("random baseline", "fail", {})
+    assert check.detail.startswith(
+        "the evaluation failed: Server http://127.0.0.1:9: Could not connect to http://127.0.0.1:9/capacity"
+    )
 
 
 def test_episodes_that_never_end_skip_the_baseline_and_are_counted_as_running(framework_ledger):

@@ -369,7 +369,9 @@ class LedgerEnvironment(Environment):
       ``"slow-after-end"``: a step after the end takes three seconds;
     - ``"picky"``: every step is refused (an error reply), whatever the action.
 
-    No fault (or any other): the contract kept, and a step after the end refused (an error reply).
+    No fault (or any other): the contract kept, and a step after the end refused (an error reply). Each
+    step rewards 1.0 in an episode whose reset names a fault, 0.0 in one that names none: what was sent with
+    the resets shows in the returns.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
@@ -399,7 +401,9 @@ class LedgerEnvironment(Environment):
             raise ValueError("the episode is over: reset first")
         self._state.step_count += 1
         return LedgerObservation(
-            entries=self._state.step_count, reward=0.0, done=self._state.step_count == length
+            entries=self._state.step_count,
+            reward=1.0 if self._fault else 0.0,
+            done=self._state.step_count == length,
         )
 
     @property
