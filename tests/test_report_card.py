@@ -772,3 +772,36 @@ def test_check_env_warnings_are_reported_once_each_uncoloured_first_line_only():
         + "z"
         * 120
     )
+
+
+class OutOfSpace(Loose):
+    """Observations outside its Box; with ``say``, an assertion of its own (long, on two lines) at reset."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+    def __init__(self, say: str | None = None) -> None:
+        self.say = say
+
+    def reset(self, *, seed=None, options=None):
+        gym.Env.reset(self, seed=seed)
+        assert self.say is None, self.say
+        return np.full(2, 5.0, np.float32), {}
+
+
+@pytest.mark.parametrize(
+    ("say", "detail"),
+    [
+        (None, "The first element returned by `env.reset()` is not within the observation space."),
+        ("y" * 400 + "\nsecond line", "y" * 300),
+    ],
+)
+def test_check_env_failures_are_reported_by_their_first_line(say, detail):
+    from openenv_lab.report_card import _check_env
+
+    check = _check_env(OutOfSpace(say))
+    assert (check.name, check.status, check.detail, check.values) == (
+        "gymnasium check_env",
+        "fail",
+        detail,
+        {},
+    )
