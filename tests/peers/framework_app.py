@@ -367,7 +367,7 @@ class LedgerEnvironment(Environment):
     - ``"no-state"``: reading the state fails (an error reply);
     - ``"short"``: a one-step episode; ``"done-again"``: a step after the end answers done again;
       ``"slow-after-end"``: a step after the end takes three seconds;
-    - ``"picky"``: every step is refused (an error reply), whatever the action.
+    - ``"picky"``: every step is refused (an error reply of over 300 characters), whatever the action.
 
     No fault (or any other): the contract kept, and a step after the end refused (an error reply). Each
     step rewards 1.0 in an episode whose reset names a fault, 0.0 in one that names none: what was sent with
@@ -391,7 +391,7 @@ class LedgerEnvironment(Environment):
 
     def step(self, action: LedgerAction, timeout_s: float | None = None, **kwargs: Any) -> LedgerObservation:
         if self._fault == "picky":
-            raise ValueError(f"move {action.move} is not to my taste")
+            raise ValueError(f"move {action.move} is not to my taste, " + "no, " * 100)
         length = 1 if self._fault == "short" else 3
         if self._state.step_count >= length:  # after the end
             if self._fault == "done-again":
