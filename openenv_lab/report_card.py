@@ -312,11 +312,17 @@ def _state_contract(env: gym.Env) -> Check:
         return Check(name, "fail", f"the state lacks {missing}: it has {sorted(states[0])}")
     counts = [state.get("step_count") for state in states]
     values = {"step_counts": counts, "episode_ids": [state.get("episode_id") for state in states]}
-    if any(state.get("episode_id") != episode_id for state in states):
-        seen = states[0].get("episode_id")
+    others = [
+        (i, state.get("episode_id"))
+        for i, state in enumerate(states)
+        if state.get("episode_id") != episode_id
+    ]
+    if others:
+        when, seen = others[0]
         said = (
-            f"the reset's episode_id was not kept (the state says {seen!r}); openenv.validation's "
-            "state contract requires it"
+            f"the reset's episode_id was not kept (the state says {seen!r} "
+            f"{'after the reset' if when == 0 else f'after {when} step' + ('s' if when > 1 else '')}); "
+            "openenv.validation's state contract requires it"
         )
         return Check(name, "fail", said, values)
     if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):

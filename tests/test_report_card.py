@@ -550,6 +550,7 @@ STATE_FAULTS = [
     ("stuck", "fail", "step_count went [0, 0, 0] over 2 steps", [0, 0, 0]),
     ("wordy", "fail", "step_count is not an integer: ['none', 'one', 'two']", ["none", "one", "two"]),
     ("uncounted", "fail", "the state lacks ['step_count']: it has ['episode_id']", None),
+    ("counted-late", "fail", "the state lacks ['step_count']: it has ['episode_id']", None),
     (
         "no-state",
         "fail",
@@ -584,6 +585,7 @@ def test_the_state_contract_on_each_branch(framework_ledger, fault, status, deta
         check = _state_contract(env)
     finally:
         env.close()
+    assert check.name == "state contract"
     assert (check.status, check.detail) == (status, detail.format(ws=framework_ledger.replace("http", "ws")))
     if counts is None:
         assert check.values == {}
@@ -593,21 +595,39 @@ def test_the_state_contract_on_each_branch(framework_ledger, fault, status, deta
         assert len(ids) == len(counts) and len(set(ids)) == 1 and ids[0].startswith("report-card-")
 
 
-def test_a_state_that_forgets_the_resets_episode_id_fails_the_contract(framework_ledger):
+@pytest.mark.parametrize(
+    ("fault", "when"), [("forgets-id", "after the reset"), ("drifts-id", "after 1 step")]
+)
+def test_a_state_that_forgets_the_resets_episode_id_fails_the_contract(framework_ledger, fault, when):
     from openenv_lab.report_card import _state_contract
 
-    env = ledger(framework_ledger, "forgets-id")
+    env = ledger(framework_ledger, fault)
     try:
         check = _state_contract(env)
     finally:
         env.close()
-    kept = check.values["episode_ids"]
-    assert check.status == "fail" and not kept[0].startswith("report-card-") and len(set(kept)) == 1
+    ids = check.values["episode_ids"]
+    kept = ids[0] if fault == "forgets-id" else ids[1]  # the first one that is not the reset's
+    assert (check.name, check.status) == ("state contract", "fail") and not kept.startswith("report-card-")
+    assert len(set(ids)) == (1 if fault == "forgets-id" else 3)
     assert check.detail == (
-        f"the reset's episode_id was not kept (the state says {kept[0]!r}); openenv.validation's state "
+        f"the reset's episode_id was not kept (the state says {kept!r} {when}); openenv.validation's state "
         "contract requires it"
     )
     assert check.values["step_counts"] == [0, 1, 2]
+
+
+def test_the_state_contract_plays_legal_moves_where_the_server_lists_them(framework_pile):
+    import gymnasium as gym
+
+    from openenv_lab.report_card import _state_contract
+
+    env = gym.make("openenv/remote", base_url=framework_pile)
+    try:
+        check = _state_contract(env)  # an illegal id would be an error reply, and a failed check
+    finally:
+        env.close()
+    assert (check.status, check.values["step_counts"]) == ("pass", [0, 1, 2]), check
 
 
 @pytest.mark.parametrize(

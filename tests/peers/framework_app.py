@@ -361,8 +361,10 @@ class LedgerEnvironment(Environment):
     """Three steps an episode (one with the fault ``"short"``), breaking one rule per episode, named by the
     reset's ``fault``:
 
-    - ``"forgets-id"``: the state names an episode_id of its own, not the reset's;
-    - ``"uncounted"``: the state has no ``step_count``; ``"wordy"``: its ``step_count`` is a word;
+    - ``"forgets-id"``: the state names an episode_id of its own, not the reset's; ``"drifts-id"``: it names
+      the reset's until the first step, then one of its own;
+    - ``"uncounted"``: the state has no ``step_count``; ``"counted-late"``: none until the first step;
+      ``"wordy"``: its ``step_count`` is a word;
     - ``"stuck"``: the ``step_count`` stays 0; ``"double"``: it grows by two a step (an opponent's moves);
     - ``"no-state"``: reading the state fails (an error reply);
     - ``"short"``: a one-step episode; ``"done-again"``: a step after the end answers done again;
@@ -400,6 +402,8 @@ class LedgerEnvironment(Environment):
                 time.sleep(3)
             raise ValueError("the episode is over: reset first")
         self._state.step_count += 1
+        if self._fault == "drifts-id":
+            self._state.episode_id = str(uuid.uuid4())
         return LedgerObservation(
             entries=self._state.step_count,
             reward=1.0 if self._fault else 0.0,
@@ -411,7 +415,7 @@ class LedgerEnvironment(Environment):
         if self._fault == "no-state":
             raise RuntimeError("the ledger is locked")
         episode_id, count = self._state.episode_id, self._state.step_count
-        if self._fault == "uncounted":
+        if self._fault == "uncounted" or (self._fault == "counted-late" and count == 0):
             return UncountedState(episode_id=episode_id)
         if self._fault == "wordy":
             return WordyState(episode_id=episode_id, step_count=["none", "one", "two", "three"][count])
