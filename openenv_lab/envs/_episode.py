@@ -34,12 +34,14 @@ __all__ = ["Episode", "contains", "retry_after_collecting"]
 _SEED_UNCONFIRMED: set[str] = set()  # servers already warned about, so the warning shows once
 
 
-def retry_after_collecting(open_session: Callable[[], T], patience: float = 2.0) -> T:
+def retry_after_collecting(open_session: Callable[[], T], patience: float = 10.0) -> T:
     """``open_session()``, and if the server is full, once more after collecting this process's garbage.
 
     Environments that nothing references any more (a notebook cell run again rebinds ``env``; an env caught
     in a reference cycle) keep their session until they are collected, and then close it. Collecting them
-    frees their slots, so re-running a notebook never fails on "server full" because of its own past.
+    frees their slots, so re-running a notebook never fails on "server full" because of its own past. The
+    server frees a slot only once it has seen the connection close: on a loaded machine (two busy cores)
+    that took over two seconds, so it gets ``patience`` seconds before the server is taken to be full.
     """
     try:
         return open_session()
