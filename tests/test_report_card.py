@@ -69,6 +69,7 @@ def test_rewards_outside_the_declared_range_fail():
 
 def test_chess_counts_both_sides_moves_in_its_state_which_is_a_warning(chess_url):
     card = openenv_lab.check("chess", base_url=chess_url, validate=False, agent_color="white", **QUICK)
+    assert (card.env_id, card.base_url) == ("openenv/chess", chess_url)  # that server, not an embedded one
     state = card["state contract"]
     assert state.status == "warn" and state.values["step_counts"][:2] == [0, 2]
     assert card["reward range"].values["declared"] == [-1.0, 1.0]
@@ -247,6 +248,7 @@ def test_an_official_environment_gets_its_card_and_the_cli_exits_one_when_a_chec
     # Its reset() takes no episode_id, which openenv.validation's state contract requires it to keep.
     assert checks["state contract"]["status"] == "fail" and "episode_id" in checks["state contract"]["detail"]
     assert checks["capacity"]["values"]["max_sessions"] == 1
+    assert checks["random baseline"]["status"] == "info"  # played on its one session, not refused a second
     assert card["passed"] is False and code == 1
 
 
@@ -717,6 +719,10 @@ def test_episodes_that_never_end_skip_the_baseline_and_are_counted_as_running(fr
     assert card["random baseline"].status == "skip"
     assert card["random baseline"].detail == "no random episode ended within 2 steps, so none is played whole"
     assert card["episode endings"].values["still running"] == 2
+    assert (card["episode endings"].status, card["episode endings"].detail) == (
+        "warn",
+        "no episode ended (0 terminated, 0 truncated, 2 still running after 2 steps)",
+    )
     assert card["rewards sent"].values == {"missing": 0, "steps": 4, "share": 0.0}
 
 
@@ -825,3 +831,29 @@ def test_check_env_failures_are_reported_by_their_first_line(say, detail):
         detail,
         {},
     )
+
+
+def test_the_cards_random_episodes_replay_and_play_legal_moves(framework_pile):
+    """The same seeds draw the same moves, among the legal ones the server lists (an illegal id is an error
+    reply, which would end the card). Mutations: the action space or the resets left unseeded, the
+    observation or the info (where the legal moves are) not given to the random policy."""
+    import gymnasium as gym
+
+    from openenv_lab.report_card import _episodes
+
+    env = gym.make("openenv/remote", base_url=framework_pile)
+    try:
+        first, again = _episodes(env, 5, 20), _episodes(env, 5, 20)
+    finally:
+        env.close()
+    assert first == again
+    observations, rewards, missing, endings, after_end = first
+    assert endings == [(True, False)] * 5 and after_end == "refused (EXECUTION_ERROR)"
+    assert len(observations) == len(rewards) + 5 and not any(missing)
+    assert {o["pile"] for o in observations} >= {10, 0} and set(rewards) <= {-1.0, 0.0, 1.0}
+
+
+def test_an_id_with_a_base_url_is_checked_on_that_server(framework_ledger):
+    card = openenv_lab.check("remote", base_url=framework_ledger, validate=False, episodes=1, steps=2)
+    assert (card.target, card.env_id, card.base_url) == ("remote", "openenv/remote", framework_ledger)
+    assert card.passed, str(card)
