@@ -573,8 +573,6 @@ def ledger_adapter(fault: str):
 
 
 def ledger(url: str, fault: str, **kwargs):
-    import gymnasium as gym
-
     return gym.make("openenv/remote", base_url=url, adapter=ledger_adapter(fault), **kwargs)
 
 
@@ -620,8 +618,6 @@ def test_a_state_that_forgets_the_resets_episode_id_fails_the_contract(framework
 
 
 def test_the_state_contract_plays_legal_moves_where_the_server_lists_them(framework_pile):
-    import gymnasium as gym
-
     from openenv_lab.report_card import _state_contract
 
     env = gym.make("openenv/remote", base_url=framework_pile)
@@ -837,8 +833,6 @@ def test_the_cards_random_episodes_replay_and_play_legal_moves(framework_pile):
     """The same seeds draw the same moves, among the legal ones the server lists (an illegal id is an error
     reply, which would end the card). Mutations: the action space or the resets left unseeded, the
     observation or the info (where the legal moves are) not given to the random policy."""
-    import gymnasium as gym
-
     from openenv_lab.report_card import _episodes
 
     env = gym.make("openenv/remote", base_url=framework_pile)
