@@ -403,3 +403,131 @@ def test_observation_spaces_from_refs_extra_fields_and_a_reset_schema():
     masked = adapter_for(Move, Listed, {"legal_actions": [0], "note": ""}, spec=spec)
     assert masked.env_attributes == ("action_masks",)
     assert masked.observation_space["action_mask"] == spaces.MultiBinary(3)
+
+
+def test_setup_reads_a_servers_schema_and_names_and_says_what_it_cannot_use():
+    """`setup` on a real HTTP server answering hand-made ``/schema`` and ``/metadata``: schemas that are not
+    OpenEnv's, parts of the wrong types, a server without ``/metadata``, a spec the server does not match
+    (and ``check_identity=False``), and a spec that hands the server to a family adapter. (Mutants of each
+    branch were reached by no test before: only the official-environment tests ran `setup`.)"""
+    from openenv_lab.adapters.spec import Spec
+    from openenv_lab.client import Client, EnvironmentMismatch
+    from tests.peers.raw_servers import NotOpenEnvServer
+
+    schema = {"action": Move.model_json_schema(), "observation": Swatch.model_json_schema()}
+    first = StepResult({"color": "red", "shade": 3}, 0.0, False, {})
+
+    def set_up(routes: dict, adapter: GenericAdapter | None = None) -> GenericAdapter:
+        adapter = adapter or GenericAdapter()
+        with NotOpenEnvServer(routes=routes) as server, Client(server.url, timeouts=5.0) as client:
+            adapter.setup(client, first)
+        return adapter
+
+    plain = set_up({"/schema": schema})  # no /metadata: no names, and the spaces all the same
+    assert plain.server_names == []
+    assert plain.action_space == spaces.Box(0, 100_000, (), np.int64)
+    assert plain.observation_space["shade"] == spaces.Discrete(10)
+    named = set_up({"/schema": schema, "/metadata": {"name": "swatches"}})
+    assert named.server_names == ["swatches"]
+
+    for broken, missing in (
+        ({"observation": schema["observation"]}, "action"),
+        ({"action": schema["action"]}, "observation"),
+        ({"action": ["steps"], "observation": schema["observation"]}, "action"),
+    ):
+        with pytest.raises(ProtocolError, match=rf"/schema has no '{missing}' JSON Schema; is it an OpenEnv"):
+            set_up({"/schema": broken})
+    wrong_types = {"action": {"properties": ["steps"]}, "observation": schema["observation"]}
+    with pytest.raises(ProtocolError, match=r"/schema cannot be read as spaces \(AttributeError: "):
+        set_up({"/schema": wrong_types})
+
+    mine = Spec("mine", servers=("MineEnvironment",), action="steps", actions=3)
+    with pytest.raises(EnvironmentMismatch, match=r"reports itself as swatches\. Point at") as mismatch:
+        set_up({"/schema": schema, "/metadata": {"name": "swatches"}}, GenericAdapter(spec=mine))
+    assert (mismatch.value.asked, mismatch.value.reported) == ("mine", ["swatches"])
+    with pytest.raises(EnvironmentMismatch, match="reports itself as nothing"):
+        set_up({"/schema": schema}, GenericAdapter(spec=mine))
+    unchecked = GenericAdapter(spec=mine)
+    unchecked.check_identity = False
+    assert set_up({"/schema": schema}, unchecked).action_space == spaces.Discrete(3)
+    anywhere = Spec("anywhere", action="steps", actions=4)  # no servers named: it fits any
+    assert set_up({"/schema": schema}, GenericAdapter(spec=anywhere)).action_space == spaces.Discrete(4)
+
+    with pytest.raises(
+        ValueError, match=r"hands this server to the chess adapter: make the env with gym\.make"
+    ):
+        set_up({"/schema": schema, "/metadata": {"name": "chess_env"}})  # found by its name
+
+
+def test_a_spec_read_from_the_sessions_state_or_the_general_one_with_a_warning():
+    """`_resolve_spec`: the spec of this instance from the probed session's state (`Spec.from_state`), the
+    general spec where that returns None, and a warning where the state cannot be read."""
+    from openenv_lab.adapters.spec import Spec
+    from openenv_lab.client import Client
+    from tests.peers.raw_servers import NotOpenEnvServer
+
+    def sized(state: dict) -> Spec | None:
+        return Spec("sized", action="steps", actions=state["n"]) if "n" in state else None
+
+    general = Spec("general", action="steps", actions=2, from_state=sized)
+    schema = {"action": Move.model_json_schema(), "observation": Swatch.model_json_schema()}
+    first = StepResult({"color": "red", "shade": 3}, 0.0, False, {})
+
+    def set_up(state: dict | None) -> GenericAdapter:
+        adapter = GenericAdapter(spec=general)
+        if state is not None:
+            adapter.session_state = lambda: state
+        with NotOpenEnvServer(routes={"/schema": schema}) as server, Client(server.url, timeouts=5) as client:
+            adapter.setup(client, first)
+        return adapter
+
+    five = set_up({"n": 5})
+    assert (five.spec.name, five.action_space) == ("sized", spaces.Discrete(5))
+    kept = set_up({"game": "other"})
+    assert (kept.spec.name, kept.action_space) == ("general", spaces.Discrete(2))
+    with pytest.warns(
+        UserWarning,
+        match=r"Could not read the state of http://127\.0\.0\.1:\d+ for the spec "
+        r"'general' \(\w+: .*\); its spaces are the general ones",
+    ) as caught:
+        unread = set_up(None)  # no session to ask: a short one is opened, and this server has no /ws
+    assert (unread.spec.name, unread.action_space) == ("general", spaces.Discrete(2))
+    assert caught[0].filename == __file__  # pointing at the caller's line (through the env, the user's)
+
+
+def test_a_legal_choice_is_drawn_from_the_listed_ids_with_the_spaces_generator():
+    """`legal_choice` (random play where the observation lists legal ids for an unbounded integer action):
+    each listed id drawn, repeatably from the space's seed; None wherever it does not apply."""
+    from openenv_lab.adapters.generic import legal_choice
+
+    wide = spaces.Box(-(2**40), 2**40, (), np.int64)
+    wide.seed(0)
+    draws = [legal_choice(wide, {"legal_actions": [3, 7, 2**35]}) for _ in range(60)]
+    assert {int(d) for d in draws} == {3, 7, 2**35}  # every id, not only the first
+    assert all(d.dtype == np.int64 and d.shape == () for d in draws)
+    narrow = spaces.Box(0, 100, (), np.int32)
+    assert legal_choice(narrow, {"legal_actions": [5]}).dtype == np.int32  # in the space's own dtype
+    wide.seed(0)
+    again = [legal_choice(wide, {"legal_actions": [3, 7, 2**35]}) for _ in range(60)]
+    assert [int(d) for d in again] == [int(d) for d in draws]
+
+    for space, info in (
+        (wide, None),
+        (wide, {}),
+        (wide, {"legal_actions": []}),
+        (spaces.Discrete(9), {"legal_actions": [1]}),  # a bounded action: the mask's business
+        (spaces.Box(-1.0, 1.0, (), np.float32), {"legal_actions": [0]}),  # not an integer space
+        (wide, {"legal_actions": ["e2e4"]}),  # ValueError
+        (wide, {"legal_actions": [None]}),  # TypeError
+        (wide, {"legal_actions": [2**70]}),  # OverflowError
+        (wide, {"legal_actions": [2**41]}),  # outside the space
+    ):
+        assert legal_choice(space, info) is None, (space, info)
+
+
+def test_ansi_is_the_last_observation_and_other_modes_and_tools_are_refused():
+    adapter = adapter_for(Move, Swatch, {"color": "red", "shade": 3})
+    with pytest.raises(NotImplementedError, match="GenericAdapter cannot render in mode 'rgb_array'"):
+        adapter.render("rgb_array")
+    with pytest.raises(AttributeError, match="This environment has no MCP tools"):
+        adapter.tool_action("echo_message", message="hi")

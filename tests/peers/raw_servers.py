@@ -4,7 +4,8 @@
   ints, bools and ``null``, as older servers and Spaces still do.
 - `SilentServer` accepts the WebSocket upgrade and then never answers (a hung environment).
 - `GarbageServer` answers with text that is not JSON (a confused proxy, a wrong protocol).
-- `NotOpenEnvServer` is a plain HTTP server answering 404 (or another status) to everything.
+- `NotOpenEnvServer` is a plain HTTP server answering 404 (or another status) to everything but the
+  JSON routes it is given.
 - `ScriptedServer` runs a test's own coroutine for each connection, with websockets' server options
   (e.g. its keepalive pings).
 - `MuteServer` completes the WebSocket handshake and then never reads again, not even pings.
@@ -184,26 +185,36 @@ class MuteServer:
 
 
 class NotOpenEnvServer:
-    """A plain HTTP server that answers every request with one status (404 by default)."""
+    """A plain HTTP server that answers every request with one status (404 by default), except the GET
+    paths of ``routes``, answered with that JSON (a ``/schema`` no OpenEnv server would send, say)."""
 
-    def __init__(self, status: int = 404) -> None:
+    def __init__(self, status: int = 404, routes: dict[str, Any] | None = None) -> None:
         self.status = status
+        self.routes = routes or {}
 
     def __enter__(self) -> NotOpenEnvServer:
-        status = self.status
+        status, routes = self.status, self.routes
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
-                self.send_error(status)
+                if self.path not in routes:
+                    self.send_error(status)
+                    return
+                body = json.dumps(routes[self.path]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
             def log_message(self, *args: Any) -> None:
                 pass
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
