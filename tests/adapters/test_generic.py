@@ -531,3 +531,83 @@ def test_ansi_is_the_last_observation_and_other_modes_and_tools_are_refused():
         adapter.render("rgb_array")
     with pytest.raises(AttributeError, match="This environment has no MCP tools"):
         adapter.tool_action("echo_message", message="hi")
+
+
+class Slot(int, Enum):
+    left = 0
+    middle = 1
+    right = 2
+
+
+class Tallies(BaseModel):
+    legal_actions: list[int] = Field(default_factory=list, max_length=4)
+    count: int = 0
+    grid: list[int] = Field(default_factory=list)
+
+
+class Slots(BaseModel):
+    legal_actions: list[Slot] = Field(default_factory=list)
+
+
+def test_observation_fields_are_read_as_observations_with_the_schemas_defs_and_named_by_path():
+    """What `_build_observation_space` passes on for each field: observation rules (integers without bounds
+    stay in 32 bits; only actions get `WideInteger`), the ``$defs`` (the listed legal ids' too, and both
+    schemas' where the reset observation has its own) and the field's path, which errors name. (Each
+    argument swapped for another left the tests passing.)"""
+    from openenv_lab.adapters.spec import Spec
+
+    int32 = spaces.Box(-(2**31), 2**31 - 1, (), np.int64)
+    with pytest.warns(UserWarning, match="without bounds"):
+        adapter = adapter_for(Unbounded, Tallies, {"legal_actions": [1, 2], "count": 0, "grid": [0, 0]})
+    assert adapter.observation_space["legal_actions"].feature_space == int32  # listed: any length
+    assert adapter.observation_space["count"] == int32
+    with pytest.raises(ProtocolError, match=r"^observation\.legal_actions holds 5 items, more than the"):
+        adapter.decode(
+            StepResult({"legal_actions": [1, 2, 3, 4, 5], "count": 0, "grid": [0, 0]}, 0.0, False, {}), None
+        )
+    with pytest.raises(ProtocolError, match=r"^observation\.grid changed shape from \(2,\)"):
+        adapter.decode(StepResult({"legal_actions": [], "count": 0, "grid": [0, 0, 0]}, 0.0, False, {}), None)
+    with pytest.warns(UserWarning, match="without bounds"):
+        slots = adapter_for(Unbounded, Slots, {"legal_actions": [0, 2]})
+    assert slots.observation_space["legal_actions"].feature_space == spaces.Discrete(3)  # through $defs
+
+    declared = Spec("d", observation={"grid": spaces.Box(0, 9, (2,), np.int64)})
+    shaped = adapter_for(Move, Tallies, {"legal_actions": [], "count": 0, "grid": [0, 0]}, spec=declared)
+    with pytest.raises(ProtocolError, match=r"^observation\.grid has shape \(3,\), but its declared space"):
+        shaped.decode(StepResult({"grid": [0, 0, 0]}, 0.0, False, {}), None)
+
+    for reset_schema in (
+        Swatch.model_json_schema(),  # its own $defs
+        {"properties": {"color": {"$ref": "#/$defs/Color"}}},  # the observation schema's
+    ):
+        reset = GenericAdapter()
+        reset.schema = {
+            "action": Move.model_json_schema(),
+            "observation": Swatch.model_json_schema()
+            if "$defs" not in reset_schema
+            else Board.model_json_schema(),
+            "reset_observation": reset_schema,
+        }
+        reset._build_action_space(reset.schema["action"])
+        reset._build_observation_space(StepResult({"color": "blue"}, 0.0, False, {}))
+        assert reset.observation_space["color"] == spaces.Discrete(2), reset_schema
+
+
+class Word(BaseModel):
+    word: str = Field(..., max_length=3)
+
+
+def test_an_action_that_breaks_its_schema_is_named_by_its_path():
+    """`action_from_json` on a value its field's schema, or the spec's declared space, refuses: the error
+    names ``action.<field>`` (the path `_build_action_space` gives each field)."""
+    from openenv_lab.adapters.spec import Spec
+
+    words = adapter_for(Word, Empty, {})
+    with pytest.raises(
+        ValueError, match=r"^action\.word holds 6 characters, more than the schema's maxLength of 3"
+    ):
+        words.action_from_json({"word": "abcdef"})
+    declared = Spec("d", action="steps", action_space=spaces.Box(0, 1, (2,), np.float32))
+    pairs = adapter_for(Move, Empty, {}, spec=declared)
+    with pytest.raises(ValueError, match=r"^action\.steps has shape \(3,\), but its declared space is Box"):
+        pairs.action_from_json({"steps": [0, 0, 0]})
