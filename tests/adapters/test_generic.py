@@ -611,3 +611,20 @@ def test_an_action_that_breaks_its_schema_is_named_by_its_path():
     pairs = adapter_for(Move, Empty, {}, spec=declared)
     with pytest.raises(ValueError, match=r"^action\.steps has shape \(3,\), but its declared space is Box"):
         pairs.action_from_json({"steps": [0, 0, 0]})
+
+
+def test_a_constant_behind_a_ref_is_sent_as_it_is_and_not_an_action_field():
+    adapter = GenericAdapter()
+    adapter.schema = {
+        "action": {
+            "properties": {
+                "kind": {"$ref": "#/$defs/Kind"},
+                "steps": {"type": "integer", "minimum": 0, "maximum": 4},
+            },
+            "$defs": {"Kind": {"const": "move"}},
+        },
+        "observation": Empty.model_json_schema(),
+    }
+    adapter._build_action_space(adapter.schema["action"])
+    assert adapter.action_space == spaces.Discrete(5)
+    assert adapter.encode_action(3) == {"kind": "move", "steps": 3}
