@@ -71,6 +71,7 @@ def test_rows_carry_the_identity_and_how_each_episode_ended():
     assert table["schema_sha256"][0] == server["schema_sha256"]
     assert table["server_version"][0] == server["version"] and server["version"]
     assert table["policy"][0] == "<lambda>" and (table["wall_s"] > 0).all()
+    assert table.null_count().select("seed", "return", "length", "wall_s").sum_horizontal().item() == 0
     summary = result.summary()
     assert summary["mean"] == 1.5 and summary["std"] == 0 and summary["failed"] == 0
     assert (summary["ci_low"], summary["ci_high"]) == (1.5, 1.5)
@@ -164,6 +165,36 @@ def test_environments_made_by_the_caller_are_used_and_left_open():
     assert result.episodes["terminated"].all() and result.identity["env_id"] == "CartPole-v1"
     single.reset(seed=0)
     single.close()
+    ours = gym.make("openenv/echo", max_steps=2)  # a single env of ours: its server named all the same
+    result = openenv_lab.evaluate(lambda obs: "ab", ours, episodes=2, progress=False)
+    assert result.episodes["return"].to_list() == [0.4] * 2
+    assert (result.identity["server_name"], result.identity["base_url"]) == ("echo", ours.unwrapped.base_url)
+    ours.close()
+
+
+def test_an_id_with_an_adapter_instance_plays_one_env_one_episode_at_a_time():
+    """An adapter instance serves one session, so `evaluate` makes one env with it, not a vector env (which
+    refuses it), and plays the seeds in turn on it."""
+    from openenv_lab.adapters.generic import GenericAdapter
+    from openenv_lab.launch import shared_embedded_server
+
+    url = shared_embedded_server("echo").base_url
+    adapter = GenericAdapter()  # the echo server's own episodes never end: gymnasium's TimeLimit ends them
+    result = openenv_lab.evaluate(
+        lambda obs: "abc",
+        "openenv/remote",
+        episodes=3,
+        n_envs=4,
+        progress=False,
+        base_url=url,
+        adapter=adapter,
+        max_episode_steps=2,
+    )
+    assert result.episodes["seed"].to_list() == [0, 1, 2] and result.complete
+    assert result.episodes["return"].to_list() == pytest.approx([0.6] * 3)
+    assert result.episodes["length"].to_list() == [2] * 3 and result.episodes["truncated"].all()
+    assert (result.identity["env_id"], result.identity["server_name"]) == ("openenv/remote", "echo")
+    assert result.identity["base_url"] == url and adapter.server_names  # the instance given was the one used
 
 
 def test_a_stable_baselines3_model_is_a_policy():
@@ -230,6 +261,8 @@ def test_the_progress_bar_counts_episodes(capsys):
     openenv_lab.evaluate(lambda obs: "x", "openenv/echo", episodes=3, n_envs=3, max_steps=1, progress=True)
     err = capsys.readouterr().err
     assert "3/3" in err and "<lambda> on openenv/echo: " in err and re.search(r"episode/s|s/episode", err)
+    openenv_lab.evaluate(lambda obs: "x", "openenv/echo", episodes=2, n_envs=2, max_steps=1)
+    assert "2/2" in capsys.readouterr().err  # shown by default
 
 
 def test_the_bootstrap_interval_holds_the_mean_and_is_repeatable():
