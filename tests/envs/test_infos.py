@@ -393,3 +393,18 @@ def test_the_corners_a_mutation_pass_found_untested():
     assert small["x"].dtype == np.int64 and small["x"].tolist() == [3, 1000]
     gap = add_info(add_info({}, {"k": {"x": 1}}, 0, 3), {"k": np.zeros(2)}, 2, 3)
     assert gap["k"][0] == {"x": 1} and gap["k"][1] is None and gap["_k"].tolist() == [True, False, True]
+
+
+def test_numbers_beyond_a_float16_say_nothing_while_they_are_checked():
+    """Checking whether a float16 array holds an int (a Python one or numpy's) overflows numpy's cast, on
+    purpose: no RuntimeWarning may reach the user (mutants that dropped ``errstate(over="ignore")`` left
+    every value kept and the tests passing)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        python = add_info(add_info({}, {"x": np.float16(1)}, 0, 2), {"x": 70_000}, 1, 2)
+        arrays = add_info(
+            add_info({}, {"x": np.zeros(2, np.float16)}, 0, 2), {"x": np.array([70_000, 1])}, 1, 2
+        )
+        floats = add_info(add_info({}, {"x": np.float16(1)}, 0, 2), {"x": 1e6}, 1, 2)
+    assert python["x"].tolist() == [1.0, 70_000] and arrays["x"][1].tolist() == [70_000, 1]
+    assert floats["x"].dtype == np.float64 and floats["x"].tolist() == [1.0, 1e6]
