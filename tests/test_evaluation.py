@@ -820,3 +820,22 @@ def test_an_id_made_here_plays_its_seeds_and_names_itself_and_the_policy():
     assert (
         openenv_lab.evaluate("random", single, episodes=1, progress=False).identity["env_id"] == "Countdown"
     )
+
+
+def test_n_envs_sub_environments_play_at_once_and_no_more_than_there_are_episodes():
+    """The batches a model's ``predict`` is given: ``n_envs`` observations at a time, or one per episode
+    when there are fewer episodes (a mutant that made one sub-environment left every result the same)."""
+
+    class Counting:
+        def __init__(self) -> None:
+            self.batches: list[int] = []
+
+        def predict(self, obs, deterministic=True):
+            self.batches.append(len(obs))
+            return np.zeros(len(obs), dtype=np.int64), None
+
+    for episodes, n_envs, widest in ((5, 3, 3), (2, 16, 2)):
+        model = Counting()
+        result = openenv_lab.evaluate(model, "CartPole-v1", episodes=episodes, n_envs=n_envs, progress=False)
+        assert result.episodes.height == episodes and result.policy == "Counting"
+        assert model.batches[0] == max(model.batches) == widest, (episodes, n_envs, model.batches)
