@@ -157,9 +157,17 @@ def test_an_unknown_environment_or_policy_is_named():
 def test_environments_made_by_the_caller_are_used_and_left_open():
     envs = gym.make_vec("openenv/echo", num_envs=3, max_steps=2)
     result = openenv_lab.evaluate(lambda obs: "ab", envs, episodes=4, progress=False)
-    assert result.episodes["return"].to_list() == [0.4] * 4
+    assert result.episodes["return"].to_list() == [0.4] * 4 and result.identity["env_id"] == "openenv/echo"
     envs.reset(seed=0)  # still open
     envs.close()
+    unnamed = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1")])  # no spec: named by its class
+    result = openenv_lab.evaluate(lambda obs: 0, unnamed, episodes=2, progress=False)
+    assert result.identity["env_id"] == "SyncVectorEnv" and result.episodes["terminated"].all()
+    unnamed.close()
+    from gymnasium.envs.classic_control import CartPoleEnv
+
+    result = openenv_lab.evaluate(lambda obs: 0, CartPoleEnv(), episodes=1, progress=False)
+    assert result.identity["env_id"] == "CartPoleEnv"
     single = gym.make("CartPole-v1")
     result = openenv_lab.evaluate(lambda obs: 0, single, episodes=3, progress=False)
     assert result.episodes["terminated"].all() and result.identity["env_id"] == "CartPole-v1"
