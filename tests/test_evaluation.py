@@ -72,6 +72,18 @@ def test_rows_carry_the_identity_and_how_each_episode_ended():
     assert table["server_version"][0] == server["version"] and server["version"]
     assert table["policy"][0] == "<lambda>" and (table["wall_s"] > 0).all()
     assert table.null_count().select("seed", "return", "length", "wall_s").sum_horizontal().item() == 0
+    # Typed columns even where every value is None (no errors, no tasks): tables of runs concatenate.
+    assert dict(
+        table.select("seed", "return", "length", "terminated", "error", "wall_s", "task_id").schema
+    ) == {
+        "seed": pl.Int64,
+        "return": pl.Float64,
+        "length": pl.Int64,
+        "terminated": pl.Boolean,
+        "error": pl.Utf8,
+        "wall_s": pl.Float64,
+        "task_id": pl.Utf8,
+    }
     summary = result.summary()
     assert summary["mean"] == 1.5 and summary["std"] == 0 and summary["failed"] == 0
     assert (summary["ci_low"], summary["ci_high"]) == (1.5, 1.5)
@@ -114,13 +126,13 @@ def test_a_server_that_goes_away_keeps_what_was_played_and_says_so():
         return "hi"
 
     try:
-        with pytest.warns(RuntimeWarning, match=r"went away after \d+ of 30 episodes"):
+        with pytest.warns(RuntimeWarning, match=r"went away after \d+ of 30 episodes") as said:
             result = openenv_lab.evaluate(
                 killer, "openenv/echo", episodes=30, n_envs=2, base_url=url, progress=False
             )
     finally:
         server.stop()
-    assert not result.complete
+    assert result.complete is False and said[0].filename == __file__  # the warning points at the call
     finished = result.episodes.filter(~pl.col("failed"))
     assert 0 < finished.height < 30 and finished["length"].to_list() == [3] * finished.height
     assert result.episodes.filter(pl.col("failed"))["error"].str.contains("went away").all()
@@ -152,6 +164,8 @@ def test_an_unknown_environment_or_policy_is_named():
         r"\('random', 'masked-random'\); got int$",
     ):
         openenv_lab.evaluate(42, "openenv/echo", episodes=1, progress=False)
+    with pytest.raises(TypeError, match=r"^env must be an environment id or an environment, got int$"):
+        openenv_lab.evaluate("random", 42, episodes=1, progress=False)
 
 
 def test_environments_made_by_the_caller_are_used_and_left_open():
