@@ -185,6 +185,8 @@ def test_environments_made_by_the_caller_are_used_and_left_open():
     single = gym.make("CartPole-v1")
     result = openenv_lab.evaluate(lambda obs: 0, single, episodes=3, progress=False)
     assert result.episodes["terminated"].all() and result.identity["env_id"] == "CartPole-v1"
+    identity = result.episodes.select("server_name", "server_version", "schema_sha256")
+    assert set(identity.schema.values()) == {pl.Utf8} and identity.null_count().row(0) == (3, 3, 3)
     single.reset(seed=0)
     single.close()
     ours = gym.make("openenv/echo", max_steps=2)  # a single env of ours: its server named all the same
