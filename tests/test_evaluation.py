@@ -858,8 +858,9 @@ def test_n_envs_sub_environments_play_at_once_and_no_more_than_there_are_episode
             self.batches.append(len(obs))
             return np.zeros(len(obs), dtype=np.int64), None
 
-    for episodes, n_envs, widest in ((5, 3, 3), (2, 16, 2)):
+    for episodes, n_envs, widest in ((5, 3, 3), (2, 16, 2), (20, None, 16)):  # None: the default
         model = Counting()
-        result = openenv_lab.evaluate(model, "CartPole-v1", episodes=episodes, n_envs=n_envs, progress=False)
+        options = {} if n_envs is None else {"n_envs": n_envs}
+        result = openenv_lab.evaluate(model, "CartPole-v1", episodes=episodes, progress=False, **options)
         assert result.episodes.height == episodes and result.policy == "Counting"
         assert model.batches[0] == max(model.batches) == widest, (episodes, n_envs, model.batches)
