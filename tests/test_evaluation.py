@@ -518,12 +518,36 @@ def test_a_policy_of_obs_and_info_gets_each_sub_environments_own_info():
     def capture_first(obs, info):
         board = chess.Board(info["fen"])
         seen.append(set(info["legal_moves"]) == {m.uci() for m in board.legal_moves})
+        seen.append(int(obs["action_mask"].sum()) == len(info["legal_moves"]))  # its own observation too
         captures = [m for m in board.legal_moves if board.is_capture(m)]
         move = (captures or list(board.legal_moves))[0]
         return uci_to_index(move.uci(), board.turn == chess.WHITE)
 
     result = openenv_lab.evaluate(capture_first, "chess", episodes=6, n_envs=3, max_moves=20, progress=False)
-    assert result.summary()["failed"] == 0 and all(seen) and len(seen) == result.episodes["length"].sum()
+    assert result.summary()["failed"] == 0 and all(seen) and len(seen) == 2 * result.episodes["length"].sum()
+
+
+class OnlyTheLast(gym.Env):
+    """Three actions, of which only the last is ever legal, by a mask of floats (not gymnasium's int8)."""
+
+    action_space = gym.spaces.Discrete(3)
+    observation_space = gym.spaces.Dict({"action_mask": gym.spaces.Box(0.0, 1.0, (3,), np.float64)})
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return {"action_mask": np.array([0.0, 0.0, 1.0])}, {}
+
+    def step(self, action):
+        self.steps += 1
+        return {"action_mask": np.array([0.0, 0.0, 1.0])}, float(action == 2), self.steps == 3, False, {}
+
+
+def test_masked_random_reads_a_mask_of_any_numbers():
+    """A mask in an env's own dtype (floats here) still picks among the legal actions (a mutant passing it
+    to gymnasium as it is failed every episode, and only a test on such an env notices)."""
+    result = openenv_lab.evaluate("masked-random", OnlyTheLast(), episodes=4, progress=False)
+    assert result.episodes["failed"].sum() == 0 and result.episodes["return"].to_list() == [3.0] * 4
 
 
 def test_an_evaluation_where_every_episode_failed_says_so():
