@@ -583,6 +583,42 @@ def test_the_policy_is_asked_once_per_observation_even_when_others_fail():
     assert table.height == 10
 
 
+class PaysItsAction(gym.Env):
+    """Two steps, each paying the action taken (of 1,000): a random action shows in the return."""
+
+    action_space = gym.spaces.Discrete(1000)
+    observation_space = gym.spaces.Discrete(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return 0, {}
+
+    def step(self, action):
+        self.steps += 1
+        return self.steps, float(action), self.steps == 2, False, {}
+
+
+def test_a_failure_leaves_the_other_sub_environments_playing_the_policys_actions():
+    """On a gymnasium vector env (stepped whole), the observations after a failed one in the same batch
+    still get the policy's action: a mutant that stopped asking at the first failure had the others
+    step with random actions, counted in their returns."""
+    calls = {"n": 0}
+
+    def first_call_fails(obs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("no")
+        return 0
+
+    envs = gym.vector.SyncVectorEnv([PaysItsAction] * 3)
+    result = openenv_lab.evaluate(first_call_fails, envs, episodes=6, progress=False)
+    envs.close()
+    table = result.episodes
+    assert table["failed"].to_list() == [True] + [False] * 5
+    assert table.filter(~pl.col("failed"))["return"].to_list() == [0.0] * 5
+
+
 def test_an_evaluation_reads_as_one_line_however_its_episodes_went():
     """Mutations of `Evaluation.__str__` (each wording and number of it) left every test passing."""
     table = pl.DataFrame(
