@@ -924,3 +924,27 @@ def test_n_envs_sub_environments_play_at_once_and_no_more_than_there_are_episode
         result = openenv_lab.evaluate(model, "CartPole-v1", episodes=episodes, progress=False, **options)
         assert result.episodes.height == episodes and result.policy == "Counting"
         assert model.batches[0] == max(model.batches) == widest, (episodes, n_envs, model.batches)
+
+
+def test_a_server_behind_a_token_is_named_with_that_token(monkeypatch):
+    """The identity is read with the env's own headers, for a vector env and a single one. Without the
+    token a protected server's ``/metadata`` is refused, and the table carried no server name, version or
+    schema hash, so `compare` could not tell two servers apart (a mutant dropping the headers survived,
+    because they were never found: the envs did not expose them)."""
+    monkeypatch.delenv("OPENENV_LAB_TOKEN", raising=False)
+    with openenv_lab.serve("echo", token="evaluation-token", max_steps=1) as fleet:
+        result = openenv_lab.evaluate(
+            lambda obs: "hi",
+            "openenv/echo",
+            episodes=2,
+            n_envs=2,
+            progress=False,
+            base_url=fleet.urls[0],
+            token="evaluation-token",
+        )
+        single = gym.make("openenv/echo", base_url=fleet.urls[0], token="evaluation-token")
+        alone = openenv_lab.evaluate(lambda obs: "hi", single, episodes=1, progress=False)
+        single.close()
+    assert result.summary()["failed"] == 0 and result.identity["server_name"] == "echo"
+    assert result.identity["schema_sha256"] and result.identity["base_url"] == fleet.urls[0]
+    assert alone.identity == result.identity | {"env_id": "openenv/echo"}

@@ -205,6 +205,12 @@ class OpenEnvEnv(gym.Env):
         return self._catalog.table()
 
     @property
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers every request to the server carries (a token's among them), for opening
+        clients of one's own on it (`openenv_lab.evaluate` reads the server's identity with them)."""
+        return dict(self.client.headers)
+
+    @property
     def session(self) -> Session:
         """The current session with the server (a new one is opened by `reset` if it was lost)."""
         if self._session is None or self._session.closed:

@@ -261,6 +261,11 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         return self._catalog.table()
 
     @property
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers every request to the servers carries (as `OpenEnvEnv.headers`)."""
+        return dict(self._headers or {})
+
+    @property
     def np_random(self) -> tuple[np.random.Generator | None, ...]:
         """The generators behind each sub-environment's seeds."""
         return tuple(episode.np_random for episode in self.episodes)
