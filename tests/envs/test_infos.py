@@ -374,7 +374,8 @@ def test_the_corners_a_mutation_pass_found_untested():
     """Mutations this guards (the mutmut pass over infos.py): ``final_obs`` batched like any key (each
     row's observation is kept whole, even when all are dicts); the exact-range check of `_wider` run on a
     float array (``int(inf)`` raised); equal ints beside a float taken for big ones; an empty int array
-    beside float ones; the rows of batched dicts that had none given an empty dict instead of None."""
+    beside float ones; the rows of batched dicts that had none given an empty dict instead of None; an int
+    beyond 64 bits in a key's first row given None, not 0, in the rows without it."""
     first, second = {"b": np.ones(1)}, {"b": np.zeros(1)}
     batched = batch_infos([(0, {"final_obs": first}), (1, {"final_obs": second})], 2)
     assert batched["final_obs"].dtype == object and batched["final_obs"][0] is first
@@ -393,6 +394,11 @@ def test_the_corners_a_mutation_pass_found_untested():
     assert small["x"].dtype == np.int64 and small["x"].tolist() == [3, 1000]
     gap = add_info(add_info({}, {"k": {"x": 1}}, 0, 3), {"k": np.zeros(2)}, 2, 3)
     assert gap["k"][0] == {"x": 1} and gap["k"][1] is None and gap["_k"].tolist() == [True, False, True]
+    # The rows without a key hold its first value's zero (0 for an int, None for objects), whichever row
+    # turns out to need objects: an int beyond 64 bits, first or later.
+    first = add_info(add_info({}, {"x": 2**70}, 0, 3), {"x": 5}, 2, 3)
+    later = add_info(add_info({}, {"x": 5}, 0, 3), {"x": 2**70}, 2, 3)
+    assert first["x"].tolist() == [2**70, 0, 5] and later["x"].tolist() == [5, 0, 2**70]
 
 
 def test_numbers_beyond_a_float16_say_nothing_while_they_are_checked():
