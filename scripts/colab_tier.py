@@ -346,17 +346,22 @@ def execute(python: str, notebook: str) -> tuple[float, str | None]:
     env = {**os.environ, "OPENENV_LAB_SMOKE": "1", "OPENENV_LAB_SOLUTIONS": "1", "MPLBACKEND": "agg"}
     env.pop("PYTHONPATH", None)
     started = time.monotonic()
-    kernels = tempfile.mkdtemp()  # the venv's own kernel spec, never a user's "python3"
-    run([python, "-m", "ipykernel", "install", "--prefix", kernels, "--name", "python3"])
-    env["JUPYTER_PATH"] = str(Path(kernels) / "share" / "jupyter")
-    result = subprocess.run(
-        [python, "-c", NOTEBOOK_RUNNER, str(ROOT / notebook), str((ROOT / notebook).parent)],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=env,
-    )
-    shutil.rmtree(kernels, ignore_errors=True)
+    # The venv's own kernel spec (never a user's "python3"), and a temporary folder for the install and
+    # the kernel: the kernel is stopped without running its finalizers, so what it made there (SB3's log
+    # folders, the notebook's TemporaryDirectory), and the empty folder ipykernel's install leaves, go
+    # with this one.
+    with tempfile.TemporaryDirectory(prefix="colab-tier-") as scratch:
+        kernels, env["TMPDIR"] = Path(scratch) / "kernels", str(Path(scratch) / "tmp")
+        Path(env["TMPDIR"]).mkdir()
+        run([python, "-m", "ipykernel", "install", "--prefix", str(kernels), "--name", "python3"], env=env)
+        env["JUPYTER_PATH"] = str(kernels / "share" / "jupyter")
+        result = subprocess.run(
+            [python, "-c", NOTEBOOK_RUNNER, str(ROOT / notebook), str((ROOT / notebook).parent)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            env=env,
+        )
     error = None if result.returncode == 0 else (result.stdout + result.stderr)[-3000:]
     return time.monotonic() - started, error
 

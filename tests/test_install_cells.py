@@ -154,3 +154,21 @@ def test_the_notebooks_that_may_replace_pyarrow_install_last():
     last = order[-1]
     assert set(last) == install_cells.RESTARTS
     assert not any(set(group) & install_cells.RESTARTS for group in order[:-1])
+
+
+def test_a_notebook_the_colab_tier_runs_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypatch):
+    """The tier stops each kernel without running its finalizers: what a notebook makes in its temporary
+    folder (SB3's log folders, a ``TemporaryDirectory``), and the empty folder ipykernel's install leaves,
+    go with the tier's own folder (before, three ``SB3-*`` folders were left behind by every CI run)."""
+    import nbformat  # nbval's dependency, in the dev extra
+
+    code = "import tempfile\nkept = tempfile.TemporaryDirectory()\nprint(tempfile.mkstemp()[1])"
+    notebook = tmp_path / "litter.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)]), notebook)
+    outside = tmp_path / "tmp"
+    outside.mkdir()
+    monkeypatch.setenv("TMPDIR", str(outside))
+    monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() reads TMPDIR again
+    seconds, error = colab_tier.execute(sys.executable, str(notebook))
+    assert error is None and seconds > 0
+    assert list(outside.iterdir()) == []
