@@ -653,6 +653,41 @@ def test_what_a_step_after_the_end_gets_is_reported(framework_ledger, fault, aft
     assert [o["entries"] for o in observations] == [*range(steps + 1)] * 2
 
 
+def test_the_cards_random_episodes_are_seeded_and_twenty_by_default(framework_ledger):
+    """Each random episode's reset sends its own seed (0, 1, 2, ...), so two cards of one server play the
+    same episodes, and a card plays 20 of them unless told (mutations: ``reset(seed=None)``, another
+    default). The ledger's ``pays-seed`` rewards each step with its reset's seed."""
+    from openenv_lab.report_card import _episodes
+
+    env = ledger(framework_ledger, "pays-seed")
+    try:
+        _, rewards, _, endings, _ = _episodes(env, episodes=3, max_steps=10)
+    finally:
+        env.close()
+    assert rewards == [0.0] * 3 + [1.0] * 3 + [2.0] * 3 and endings == [(True, False)] * 3
+    card = openenv_lab.check(framework_ledger, adapter=ledger_adapter("pays-seed"), validate=False, steps=5)
+    assert card["reward range"].detail == "observed +0 to +19; no range declared"
+    assert card["episode endings"].detail.startswith("20 terminated, 0 truncated")
+
+
+def test_a_card_of_a_server_behind_a_token_measures_it_with_that_token():
+    """The card's options reach each of its parts: the latency and capacity measurement (``bench``) too,
+    which without the token is refused by the server (a mutation that dropped them there survived)."""
+    with openenv_lab.serve("echo", token="card-token", max_steps=5) as fleet:
+        card = openenv_lab.check(fleet.urls[0], token="card-token", validate=False, episodes=2, steps=5)
+    assert card.passed, card
+    assert card["latency"].values["p50_ms"] > 0 and card["capacity"].values["max_sessions"] > 0
+    assert card["random baseline"].values["episodes"] == 2
+
+
+def test_a_cards_random_episodes_play_the_moves_the_observations_mask_allows():
+    """Chess's observation carries the legal moves' mask: the card's random episodes draw from it, so four
+    random plies earn nothing (a mutation that drew from the whole move space played illegal moves, each
+    penalised -0.1 by the server, and the card still passed)."""
+    card = openenv_lab.check("openenv/chess", validate=False, episodes=2, steps=5, max_episode_steps=4)
+    assert card["reward range"].detail == "observed +0 to +0, within -1 to +1"
+
+
 def test_a_card_made_with_an_adapter_instance_plays_its_baseline_on_that_session(framework_ledger, capsys):
     # The adapter instance serves one session: the baseline plays on one env, not a vector env of copies.
     # The whole card, check by check, as `check` assembles it (mutations of its own texts, values and order).

@@ -445,3 +445,16 @@ def test_an_atari_game_the_server_does_not_run_is_refused_naming_both():
             env = gym.make("openenv/atari", game="breakout", base_url=server.url, check_identity=False)
         assert env.unwrapped.adapter.served_game == "pong"
         env.close()
+
+
+def test_a_report_card_of_the_official_atari_env_checks_observations_without_the_screen():
+    """The Atari adapter keeps the screen out of ``info["raw_observation"]`` (it is the observation), and
+    the official atari_env's /schema requires it: the card checks the observations without the fields
+    the adapter leaves out (a mutation that dropped them failed the check here; our own Atari server's
+    schema does not require the screen, so only an official server shows it)."""
+    with OfficialServer("atari_env", environment={"ATARI_OBS_TYPE": "ram"}) as server:
+        card = openenv_lab.check(
+            "openenv/atari", base_url=server.url, validate=False, episodes=1, steps=5, max_episode_steps=5
+        )
+    assert card["observation schema"].status == "pass", card["observation schema"]
+    assert card["observation schema"].detail == "6 observations match /schema"

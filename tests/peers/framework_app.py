@@ -373,7 +373,8 @@ class LedgerEnvironment(Environment):
 
     No fault (or any other): the contract kept, and a step after the end refused (an error reply). Each
     step rewards 1.0 in an episode whose reset names a fault, 0.0 in one that names none: what was sent with
-    the resets shows in the returns.
+    the resets shows in the returns. The fault ``"pays-seed"`` keeps the contract and rewards the reset's
+    seed (0 without one) a step instead: which seeds were sent shows too.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
@@ -381,12 +382,14 @@ class LedgerEnvironment(Environment):
     def __init__(self) -> None:
         super().__init__()
         self._fault = ""
+        self._seed = 0
         self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
     ) -> LedgerObservation:
         self._fault = str(kwargs.get("fault", ""))
+        self._seed = seed or 0
         kept = str(uuid.uuid4()) if self._fault == "forgets-id" else episode_id or str(uuid.uuid4())
         self._state = State(episode_id=kept, step_count=0)
         return LedgerObservation(entries=0, reward=0.0, done=False, metadata={"seed": seed})
@@ -406,7 +409,7 @@ class LedgerEnvironment(Environment):
             self._state.episode_id = str(uuid.uuid4())
         return LedgerObservation(
             entries=self._state.step_count,
-            reward=1.0 if self._fault else 0.0,
+            reward=float(self._seed) if self._fault == "pays-seed" else 1.0 if self._fault else 0.0,
             done=self._state.step_count == length,
         )
 
