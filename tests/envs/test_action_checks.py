@@ -83,8 +83,10 @@ DISCRETE_ACTIONS = st.one_of(
     near=st.integers(-2, 2),
 )
 @example(n=2**63 - 1, start=5, dtype=np.int64, action=2**63 + 1, near=1)  # its last values overflow int64
+@example(n=2**31, start=-1, dtype=np.int32, action=0, near=0)  # n itself is beyond int32 (assumed away)
 def test_discrete_actions_are_checked_as_gymnasium_checks_them(n, start, dtype, action, near):
-    assume(dtype is np.int64 or -(2**31) <= start <= start + n < 2**31)  # a space gymnasium can build
+    # A space gymnasium can build: an int32 space holds its size and each of its values as int32s.
+    assume(dtype is np.int64 or (n < 2**31 and -(2**31) <= start <= start + n < 2**31))
     space = spaces.Discrete(n, start=start, dtype=dtype)
     assert contains(space, action) is space.contains(action)
     for edge in (start + near, start + n - 1 + near):  # either side of both ends, as int and np.int64
