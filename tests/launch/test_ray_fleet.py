@@ -23,7 +23,8 @@ from tests.helpers import wait_for
 
 ray = pytest.importorskip("ray", reason='the Ray fleet needs Ray: pip install "ray[default]"')
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# Every test that starts a Ray cluster runs on one worker under xdist (one cluster at a time here).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +41,14 @@ def cluster():
 
 
 def server_processes() -> list[psutil.Process]:
-    """Our bundled servers running on this machine (what a fleet starts, one per replica)."""
+    """Our bundled servers that this test's Ray cluster runs (what a fleet starts, one per replica): the
+    cluster's processes descend from this one, so other tests' servers on the machine are not counted."""
     found = []
-    for process in psutil.process_iter(["cmdline"]):
-        line = process.info["cmdline"] or []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            line = process.cmdline()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
         if "openenv_lab" in line and "serve" in line and "--exit-with-parent" in line:
             found.append(process)
     return found
