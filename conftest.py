@@ -44,6 +44,52 @@ def pytest_runtest_setup(item: pytest.Item):
         os.environ["TMPDIR"] = before
 
 
+#: Tests that must share one pytest-xdist worker, by the start of their node ids: the Docker tests (the
+#: images their module builds; ``prune`` removes every container of ours on the engine), the Ray tests (one
+#: cluster at a time), the builds in the checkout (setuptools writes egg-info and build/ there), and the
+#: official test files (they start servers on fixed ports, 8000 and 8100-8102). Each notebook is a group of
+#: its own too (its cells share one kernel).
+WORKER_GROUPS = {
+    "tests/launch/test_docker.py::": "docker",
+    "tests/launch/test_ray_fleet.py::": "ray",
+    "tests/test_rllib.py::": "ray",
+    "tests/test_benchmarks.py::test_the_ray_fleet_script": "ray",
+    "tests/test_readme.py::test_every_other_example_runs[": None,  # below: only the ids that say "ray"
+    "tests/test_package.py::": "checkout-build",
+    "tests/test_client_install.py::test_a_client_only_install": "checkout-build",
+    "tests/envs/test_official_suites.py::": "official-test-files",
+    "tests/servers/test_official_suite.py::": "official-test-files",
+}
+
+
+def worker_group(nodeid: str) -> str | None:
+    """The group whose tests one worker runs whole, or None for a test free to run on any worker."""
+    path = nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb"):
+        return path
+    for start, group in WORKER_GROUPS.items():
+        if nodeid.startswith(start):
+            return group or ("ray" if nodeid.endswith("-ray]") else None)
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With ``-n N`` (the README's test command), each test module goes whole to whichever worker is free,
+    and so does each group of `worker_group`. (pytest-xdist's own ``loadgroup`` reads ``xdist_group``
+    marks through node ids that pytest 9.2 no longer lets it change: pytest-xdist issue 1386.)"""
+    if config.getoption("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            # A module's tests stay together too: its module-scoped servers then start once, not per worker.
+            return worker_group(nodeid) or nodeid.split("::", 1)[0]
+
+    return Grouped(config, log)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for folder in KERNELS_TMP:
         shutil.rmtree(folder, ignore_errors=True)

@@ -47,8 +47,18 @@ def test_the_first_example_plays_a_game_to_the_end():
     assert float(reward) in {-1.0, 0.0, 1.0}
 
 
+def _examples() -> list:
+    """The examples after the first, by index; "ray" in the id of those that start Ray (conftest.py runs them
+    on the worker of the other Ray tests)."""
+    return [
+        pytest.param(index, id=f"{index}-ray" if 'engine="ray"' in code else str(index))
+        for index, code in enumerate(python_blocks())
+        if index
+    ]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(1, len(python_blocks())))
+@pytest.mark.parametrize("index", _examples())
 def test_every_other_example_runs(index):
     code = python_blocks()[index]
     if "openenv_lab.rllib" in code:
@@ -88,7 +98,9 @@ def test_ci_runs_the_readmes_test_command():
         text=True,
         cwd=ROOT,
     ).stdout.strip()
-    assert extracted.endswith("python -m pytest")
+    assert re.search(r" && \.venv/bin/python -m pytest -n \d+$", extracted), (
+        extracted
+    )  # .ci/run splits it there
     assert "awk '/<!-- test-command" in (ROOT / ".ci" / "run").read_text()
 
 
