@@ -20,6 +20,7 @@ tier checks that it does:
     python scripts/colab_tier.py                     # the whole tier (about ten minutes with pip's cache)
     python scripts/colab_tier.py --no-notebooks      # the installs and their checks only
     python scripts/colab_tier.py --json report.json  # also write what changed, as JSON
+    python scripts/colab_tier.py --wheel dist/openenv_lab-0.1.0-py3-none-any.whl  # a wheel built already
 
 When Google publishes a new list, replacing ``pip-freeze.txt`` is the whole update.
 """
@@ -400,13 +401,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--venv", type=Path, default=ROOT / ".venv-colab")
     parser.add_argument("--no-notebooks", action="store_true", help="the installs and their checks only")
     parser.add_argument("--json", type=Path, help="also write the report here")
+    parser.add_argument(
+        "--wheel",
+        type=Path,
+        help="install this wheel of openenv-lab (built from this checkout) instead of building one here: "
+        ".ci/run builds one for every venv, so that no two builds in the checkout run at once",
+    )
     args = parser.parse_args(argv)
     if not args.freeze.is_file():
         print(f"colab tier: no list of Colab's packages at {args.freeze}; pass --freeze", file=sys.stderr)
         return 2
     colab = read_freeze(args.freeze)
+    if args.wheel is not None and not args.wheel.is_file():
+        print(f"colab tier: no wheel at {args.wheel}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as dist:
-        wheel = build_wheel(Path(dist))
+        wheel = args.wheel.resolve() if args.wheel else build_wheel(Path(dist))
         python = build_venv(args.venv, colab, wheel)
         steps: list[Step] = []
         ran: dict[str, dict[str, Any]] = {}

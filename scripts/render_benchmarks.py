@@ -35,8 +35,15 @@ COMPATIBILITY = ROOT / "benchmarks" / "results" / "compatibility.json"
 NOTEBOOK_MEMORY = ROOT / "benchmarks" / "results" / "notebook_memory.json"
 #: Written by benchmarks/levers.py --json.
 LEVERS = ROOT / "benchmarks" / "results" / "levers.json"
+#: Written by .ci/run (scripts/ci_phases.py) on a clean clone; ci_phases.py --fast-tier adds the fast tier.
+CI = ROOT / "benchmarks" / "results" / "ci.json"
 #: Blocks read from a JSON file of their own rather than the harness's.
-OWN_FILES = {"compatibility": COMPATIBILITY, "notebook_memory": NOTEBOOK_MEMORY, "levers": LEVERS}
+OWN_FILES = {
+    "compatibility": COMPATIBILITY,
+    "notebook_memory": NOTEBOOK_MEMORY,
+    "levers": LEVERS,
+    "test_times": CI,
+}
 DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "docs" / "ray.md")
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
@@ -254,6 +261,27 @@ def notebook_memory(section: dict[str, Any]) -> str:
     return "\n\n".join(lines)
 
 
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+def test_times(section: dict[str, Any]) -> str:
+    """How long the install, the whole suite and the fast tier take (`.ci/run`'s phases on a clean clone)."""
+    phases = {phase["name"]: phase["seconds"] for phase in section["phases"]}
+    install = phases.get("venv: README's install")
+    text = (
+        f"A clean clone's whole `.ci/run` took {_minutes(section['whole_run_s'])}: "
+        f"{_minutes(section['before_tests_s'])} to install every venv it tests with, side by side (the "
+        "README's own install "
+        + (f"{_minutes(install)} of it" if install is not None else "among them")
+        + ", the Colab tier's notebooks run meanwhile), then "
+        f"{_minutes(section['tests_s'])} for the test command above."
+    )
+    if section.get("fast_tier_s") is not None:
+        text += f" The fast tier took {_minutes(section['fast_tier_s'])}."
+    return text
+
+
 def fleet(section: dict[str, Any]) -> str:
     parts = []
     for env, result in section["results"].items():
@@ -456,6 +484,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "ceilings": ceilings,
     "notebook_memory": notebook_memory,
     "levers": levers,
+    "test_times": test_times,
 }
 
 
