@@ -84,7 +84,8 @@ def make(folder: Path = VENV, packages: list[str] | None = None) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     venv.EnvBuilder(with_pip=True).create(folder)
-    command = [str(python_of(folder)), "-m", "pip", "install", "-q", *packages]
+    # --no-compile: the servers import a small part of these packages, and compile it on first import.
+    command = [str(python_of(folder)), "-m", "pip", "install", "-q", "--no-compile", *packages]
     print("+", " ".join(command[2:]), flush=True)
     done = subprocess.run(command, check=False)
     if done.returncode != 0:

@@ -21,6 +21,7 @@ tier checks that it does:
     python scripts/colab_tier.py --no-notebooks      # the installs and their checks only
     python scripts/colab_tier.py --json report.json  # also write what changed, as JSON
     python scripts/colab_tier.py --wheel dist/openenv_lab-0.1.0-py3-none-any.whl  # a wheel built already
+    python scripts/colab_tier.py --jobs 2            # two notebooks at once, each in a kernel of its own
 
 When Google publishes a new list, replacing ``pip-freeze.txt`` is the whole update.
 """
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -211,7 +213,9 @@ def build_venv(where: Path, colab: dict[str, str], wheel: Path) -> str:
         pins = [f"{name}=={version}" for name, version in colab.items() if name not in TOOLING]
         constraints.write_text("\n".join(pins) + "\n")
         wanted = sorted({name for name in (*BASE, *brought) if name in colab and name not in TOOLING})
-        run([python, "-m", "pip", "install", "-q", TORCH, *wanted, "-c", str(constraints)])
+        # --no-compile: what the notebooks import compiles on first import; the rest of torch and its
+        # neighbours never needs to (compiling it all is minutes of CPU, and changes nothing checked here).
+        run([python, "-m", "pip", "install", "-q", "--no-compile", TORCH, *wanted, "-c", str(constraints)])
     print(f"Colab's base: {len(installed(python))} distributions in {time.monotonic() - started:.0f} s")
     return python
 
@@ -402,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-notebooks", action="store_true", help="the installs and their checks only")
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument(
+        "--jobs", type=int, default=1, help="notebooks run at once, each in a kernel of its own (default 1)"
+    )
+    parser.add_argument(
         "--wheel",
         type=Path,
         help="install this wheel of openenv-lab (built from this checkout) instead of building one here: "
@@ -412,6 +419,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"colab tier: no list of Colab's packages at {args.freeze}; pass --freeze", file=sys.stderr)
         return 2
     colab = read_freeze(args.freeze)
+    if args.jobs < 1:
+        print(f"colab tier: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
     if args.wheel is not None and not args.wheel.is_file():
         print(f"colab tier: no wheel at {args.wheel}", file=sys.stderr)
         return 2
@@ -424,10 +434,12 @@ def main(argv: list[str] | None = None) -> int:
             steps.append(install_step(python, colab, group, wheel))
             if args.no_notebooks or steps[-1].failures:
                 continue
-            for notebook in group:
-                seconds, error = execute(python, notebook)
-                ran[notebook] = {"seconds": round(seconds, 1), "error": error}
-                print(f"  ran {notebook} in {seconds:.0f} s" + (": FAILED" if error else ""), flush=True)
+            # Each notebook in a kernel and a temporary folder of its own: --jobs of them at once.
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                results = pool.map(lambda notebook: execute(python, notebook), group)
+                for notebook, (seconds, error) in zip(group, results, strict=True):
+                    ran[notebook] = {"seconds": round(seconds, 1), "error": error}
+                    print(f"  ran {notebook} in {seconds:.0f} s" + (": FAILED" if error else ""), flush=True)
     report(steps, url_version(args.freeze, "torch"), installed(python).get("torch"))
     failed = [f"{notebook}:\n{row['error']}" for notebook, row in ran.items() if row["error"]]
     failed += [f for step in steps for f in step.failures]
