@@ -265,7 +265,7 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min"
 
 
-def test_times(section: dict[str, Any]) -> str:
+def suite_times(section: dict[str, Any]) -> str:
     """How long the install, the whole suite and the fast tier take (`.ci/run`'s phases on a clean clone)."""
     phases = {phase["name"]: phase["seconds"] for phase in section["phases"]}
     install = phases.get("venv: README's install")
@@ -484,7 +484,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "ceilings": ceilings,
     "notebook_memory": notebook_memory,
     "levers": levers,
-    "test_times": test_times,
+    "test_times": suite_times,
 }
 
 

@@ -189,3 +189,54 @@ def test_a_group_runs_on_one_worker_and_each_module_on_one():
             workers.setdefault(found.group(2), set()).add(found.group(1))
     assert [len(workers[module]) for module in ("tests/launch/test_docker.py", *others)] == [1, 1, 1], workers
     assert len(set().union(*workers.values())) == 3, workers  # three units of work, three workers
+
+
+def test_the_readme_times_are_rendered_from_a_runs_phases():
+    import render_benchmarks
+
+    section = {
+        "whole_run_s": 1500,
+        "before_tests_s": 420,
+        "tests_s": 1080,
+        "fast_tier_s": 99,
+        "phases": [
+            {"name": "venv: README's install", "seconds": 150},
+            {"name": ci_phases.TESTS, "seconds": 1080},
+        ],
+    }
+    assert render_benchmarks.suite_times(section) == (
+        "A clean clone's whole `.ci/run` took 25.0 min: 7.0 min to install every venv it tests with, side "
+        "by side (the README's own install 2.5 min of it, the Colab tier's notebooks run meanwhile), then "
+        "18.0 min for the test command above. The fast tier took 1.6 min."
+    )
+    del section["fast_tier_s"]
+    assert render_benchmarks.suite_times(section).endswith("for the test command above.")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--jobs", "0"], "--jobs must be at least 1, got 0"),
+        (["--wheel", "/nowhere.whl"], "no wheel at /nowhere.whl"),
+    ],
+)
+def test_the_colab_tier_refuses_bad_arguments_before_it_installs_anything(tmp_path, arguments, said):
+    freeze = tmp_path / "pip-freeze.txt"
+    freeze.write_text("ipywidgets==7.7.1\n")
+    venv = tmp_path / "venv"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "colab_tier.py"),
+            "--freeze",
+            str(freeze),
+            "--venv",
+            str(venv),
+            *arguments,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.strip() == f"colab tier: {said}"
+    assert not venv.exists()
