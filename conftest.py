@@ -73,23 +73,6 @@ def worker_group(nodeid: str) -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On pytest-xdist's workers, the units of work (a module, or a group of `worker_group`) that hold slow
-    tests come first, each still whole and in order: the scheduler hands units out in this order, and a long
-    unit handed out last keeps one worker busy while the others wait."""
-    if not hasattr(config, "workerinput"):
-        return
-    slow: set[str] = set()
-    for item in items:
-        if item.get_closest_marker("slow"):
-            slow.add(_unit(item.nodeid))
-    items.sort(key=lambda item: _unit(item.nodeid) not in slow)  # stable: each unit keeps its order
-
-
-def _unit(nodeid: str) -> str:
-    return worker_group(nodeid) or nodeid.split("::", 1)[0]
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """With ``-n N`` (the README's test command), each test module goes whole to whichever worker is free,
@@ -102,10 +85,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class Grouped(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             # A module's tests stay together too: its module-scoped servers then start once, not per worker.
-            return _unit(nodeid)
+            return worker_group(nodeid) or nodeid.split("::", 1)[0]
 
-    # Units in the workers' collection order (slow ones first, above), not by their number of tests.
-    config.option.loadscopereorder = False
     return Grouped(config, log)
 
 
