@@ -47,7 +47,7 @@ def pytest_runtest_setup(item: pytest.Item):
 #: Tests that must share one pytest-xdist worker, by the start of their node ids: the Docker tests (the
 #: images their module builds; ``prune`` removes every container of ours on the engine), the Ray tests (one
 #: cluster at a time), the builds in the checkout (setuptools writes egg-info and build/ there), and the
-#: official test files (they start servers on fixed ports, 8000 and 8100-8102). Each notebook is a group of
+#: official test files (they start servers on fixed ports: 8100-8102, 8200-8201). Each notebook is a group of
 #: its own too (its cells share one kernel).
 WORKER_GROUPS = {
     "tests/launch/test_docker.py::": "docker",
