@@ -4,12 +4,20 @@ Notebooks run in their smoke mode (tiny budgets, the same code path) and tutoria
 solutions, so CI checks that the exercises' checks pass with correct answers. Kernels inherit these.
 """
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; `solo` tests then share the machine like the rest.
+    fcntl = None  # type: ignore[assignment]
 
 # RLlib (Ray 2.60) pins gymnasium 1.2.2: openenv_lab/rllib.py is tested in an environment of its own
 # (tests/test_rllib.py); here its doctests are collected only where RLlib imports.
@@ -88,6 +96,46 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return worker_group(nodeid) or nodeid.split("::", 1)[0]
 
     return Grouped(config, log)
+
+
+@contextlib.contextmanager
+def taking_turns(folder: Path, solo: bool) -> Iterator[None]:
+    """Hold the machine for one test: shared by any number of ordinary tests, whole for a ``solo`` one.
+
+    Two advisory locks in ``folder``, which every worker of the run sees. ``room`` is held shared by each
+    ordinary test while it runs and whole by a solo one. ``door`` keeps a solo test from waiting forever
+    behind a stream of ordinary ones: a solo test holds it whole while it waits for the room to empty,
+    and an ordinary test passes through it (takes and drops it, shared) before it enters the room.
+    """
+    if fcntl is None:
+        yield
+        return
+    with open(folder / "door.lock", "a") as door, open(folder / "room.lock", "a") as room:
+        if solo:
+            fcntl.flock(door, fcntl.LOCK_EX)
+            fcntl.flock(room, fcntl.LOCK_EX)
+        else:
+            fcntl.flock(door, fcntl.LOCK_SH)
+            fcntl.flock(door, fcntl.LOCK_UN)
+            fcntl.flock(room, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+            fcntl.flock(door, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Under ``-n N``, a test marked ``solo`` runs with no other test running on any worker (see the
+    marker in pyproject.toml); the others run side by side as before."""
+    basetemp = item.config.getoption("basetemp", None)
+    if "PYTEST_XDIST_WORKER" not in os.environ or not basetemp:
+        yield
+        return
+    # pytest-xdist gives each worker a folder in the run's own: that one is shared by all of them.
+    with taking_turns(Path(basetemp).parent, solo=item.get_closest_marker("solo") is not None):
+        yield
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

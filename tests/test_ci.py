@@ -4,6 +4,7 @@ the pytest-xdist grouping that keeps what cannot share a worker on one."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -189,6 +190,46 @@ def test_a_group_runs_on_one_worker_and_each_module_on_one():
             workers.setdefault(found.group(2), set()).add(found.group(1))
     assert [len(workers[module]) for module in ("tests/launch/test_docker.py", *others)] == [1, 1, 1], workers
     assert len(set().union(*workers.values())) == 3, workers  # three units of work, three workers
+
+
+SOLO_RUN = """
+import json, os, time
+import pytest
+
+def spend(name):
+    began = time.time()
+    time.sleep(0.4)
+    with open(os.environ["TIMES"], "a") as times:
+        times.write(json.dumps([name, began, time.time()]) + "\\n")
+"""
+
+
+@pytest.mark.slow
+def test_a_solo_test_runs_while_no_other_test_does(tmp_path):
+    """Three workers, four modules of two ordinary tests and one module with a ``solo`` test, all starting
+    at once: the ordinary tests overlap one another, and none overlaps the solo one."""
+    for index in range(4):
+        body = "".join(f"\ndef test_{n}():\n    spend('{index}.{n}')\n" for n in range(2))
+        (tmp_path / f"test_ordinary_{index}.py").write_text(SOLO_RUN + body)
+    solo = "\n@pytest.mark.solo\ndef test_alone():\n    spend('solo')\n"
+    (tmp_path / "test_solo.py").write_text(SOLO_RUN + solo)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    solo: alone\n")
+    times = tmp_path / "times.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-n", "3", "-p", "no:cacheprovider", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TIMES": str(times)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    spans = {name: (began, ended) for name, began, ended in map(json.loads, times.read_text().splitlines())}
+    assert len(spans) == 9, spans
+    alone = spans.pop("solo")
+    assert all(ended <= alone[0] or began >= alone[1] for began, ended in spans.values()), (alone, spans)
+    ordered = sorted(spans.values())
+    assert any(ordered[i + 1][0] < ordered[i][1] for i in range(len(ordered) - 1)), spans  # side by side
 
 
 def test_the_readme_times_are_rendered_from_a_runs_phases():
