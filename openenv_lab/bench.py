@@ -70,7 +70,7 @@ def bench(
         raise ValueError(f"steps must be at least 1, got {steps}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the report says what the seed warning would
-        env = gym.make(env_id, base_url=base_url, **options)
+        env = gym.make(env_id, base_url=base_url, **{**options, "raw_info": True})  # seeds: the metadata
         try:
             unwrapped = env.unwrapped
             url = unwrapped.base_url
@@ -95,10 +95,13 @@ def bench(
 
 def random_action(env: gym.Env, observation: Any, info: dict[str, Any] | None = None) -> Any:
     """A random action, among the legal ones where the observation has an ``action_mask``, or where the
-    info lists them (``info["legal_actions"]`` of an integer action without bounds)."""
+    server lists them (`GenericAdapter.legal_actions`, for an integer action without bounds)."""
     if isinstance(observation, dict) and "action_mask" in observation and np.any(observation["action_mask"]):
         return env.action_space.sample(mask=np.asarray(observation["action_mask"], dtype=np.int8))
-    chosen = legal_choice(env.action_space, info)
+    listing = getattr(getattr(env.unwrapped, "adapter", None), "legal_actions", None)
+    chosen = legal_choice(
+        env.action_space, listing() if callable(listing) else (info or {}).get("legal_actions")
+    )
     return chosen if chosen is not None else env.action_space.sample()
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -406,20 +408,27 @@ def _docker_run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"openenv-lab docker run: {exc}", file=sys.stderr)
         return 2
+    previous = signal.getsignal(signal.SIGINT)
     try:
         url = server.start()
+        # From here Ctrl+C sets a flag rather than raising where it lands: a KeyboardInterrupt inside a
+        # call to the Docker engine could leave its connection half-used, and the removal waiting on it.
+        interrupted = threading.Event()
+        signal.signal(signal.SIGINT, lambda *_: interrupted.set())
         token = server.headers["Authorization"].removeprefix("Bearer ")
         print(f"{server.image} at {url} with token {token} (Ctrl+C stops and removes it)", flush=True)
-        while server.running:
-            time.sleep(0.5)
-        print("openenv-lab docker run: the container exited", file=sys.stderr)
-        return 1
+        while not interrupted.wait(0.5):
+            if not server.running:
+                print("openenv-lab docker run: the container exited", file=sys.stderr)
+                return 1
+        return 0
     except LaunchError as exc:
         print(f"openenv-lab docker run: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # while the container starts
         return 0
     finally:
+        signal.signal(signal.SIGINT, previous)
         server.stop()
 
 
@@ -564,7 +573,7 @@ def _play_one_chess_game(env: Any, *, seed: int) -> tuple[Any, Any, dict[str, An
 
     obs, info = env.reset(seed=seed)
     board = chess.Board()
-    if "opponent_move" in info:
+    if info["opponent_move"]:  # "": none
         board.push_uci(info["opponent_move"])
     agent_color = info["agent_color"]
     env.action_space.seed(seed)
@@ -577,7 +586,7 @@ def _play_one_chess_game(env: Any, *, seed: int) -> tuple[Any, Any, dict[str, An
         total += reward
         moves += 1
         board.push_uci(move)
-        if "opponent_move" in info:
+        if info["opponent_move"]:
             board.push_uci(info["opponent_move"])
     game = chess.pgn.Game.from_board(board)
     opponent = env.unwrapped.adapter.reset_options.get("opponent", "server default")

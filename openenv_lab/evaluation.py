@@ -30,7 +30,7 @@ import math
 import time
 import warnings
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,7 @@ class _Policy:
             if policy not in NAMED_POLICIES:
                 raise ValueError(f"policy {policy!r} is not one of {NAMED_POLICIES} or a callable or a model")
             self.name = policy
-            # Picks among info["legal_actions"] where the schema does not bound an integer action.
+            # Picks among the listed legal actions where the schema does not bound an integer action.
             integer = isinstance(action_space, gym.spaces.Box) and action_space.dtype.kind in "iu"
             self.wants_info = policy == "masked-random" and integer
         elif callable(getattr(policy, "predict", None)):  # a Stable-Baselines3 model
@@ -144,8 +144,10 @@ class _Policy:
         observations: dict[int, Any],
         infos: dict[int, dict[str, Any]],
         observation_space: gym.Space[Any],
+        legal: Callable[[int], list[Any]] = lambda index: [],
     ) -> dict[int, Any]:
-        """An action (or a `_Failure`) for each sub-environment's observation (and info)."""
+        """An action (or a `_Failure`) for each sub-environment's observation (and info); ``legal(i)``:
+        the legal actions sub-environment ``i``'s server listed, where the space cannot mask them."""
         if self.predict is not None:
             return self._predict(observations, observation_space)
         actions: dict[int, Any] = {}
@@ -153,7 +155,7 @@ class _Policy:
             try:
                 if isinstance(self.policy, str):
                     mask = obs.get("action_mask") if isinstance(obs, dict) else None
-                    listed = legal_choice(self._spaces[index], infos.get(index))
+                    listed = legal_choice(self._spaces[index], legal(index))
                     if self.policy == "masked-random" and mask is not None and np.any(mask):
                         action = self._spaces[index].sample(mask=np.asarray(mask, dtype=np.int8))
                     elif self.policy == "masked-random" and listed is not None:
@@ -219,6 +221,16 @@ class _Runner:
         self.progress = progress
         self.asynchronous = isinstance(envs, OpenEnvVectorEnv)  # send()/recv() to some of them
 
+    def _legal(self, index: int) -> list[Any]:
+        """The legal actions sub-environment ``index``'s server listed (`GenericAdapter.legal_actions`), or
+        for an environment of another kind, its info's ``legal_actions``."""
+        adapters = getattr(self.envs, "adapters", None)
+        listing = getattr(adapters[index], "legal_actions", None) if adapters is not None else None
+        if callable(listing):
+            return listing()
+        listed = self.infos.get(index, {}).get("legal_actions")
+        return list(listed) if isinstance(listed, (list, tuple, np.ndarray)) else []
+
     def run(self) -> None:
         self._start(list(range(min(self.envs.num_envs, len(self.pending)))))
         while self.running:
@@ -231,6 +243,7 @@ class _Runner:
                     {i: self.observations[i] for i in sorted(asking)},
                     self.infos,
                     self.envs.single_observation_space,
+                    self._legal,
                 )
                 failed = [i for i, action in answers.items() if isinstance(action, _Failure)]
                 for i in failed:
@@ -492,7 +505,7 @@ def evaluate(
             the sub-environment's last info too), a model with ``predict`` (Stable-
             Baselines3; ``MaskablePPO`` gets the action masks), ``"random"`` (uniform over the action space)
             or ``"masked-random"`` (uniform over the legal actions where the observation has a mask, or
-            where ``info["legal_actions"]`` lists them for an action the schema does not bound). The
+            where the server lists them for an action the schema does not bound). The
             random policies draw from each episode's seed.
         env: an environment id (``"openenv/chess"``, or ``"chess"``), made here with ``make_kwargs`` as a
             vector env of ``n_envs`` and closed at the end (with an adapter instance among them, which

@@ -185,7 +185,7 @@ def check(
         checks.append(
             _openenv_validate(served) if validate else Check("openenv validate", "skip", "not asked")
         )
-        env = gym.make(env_id, base_url=url, **options)
+        env = gym.make(env_id, base_url=url, raw_info=True, **options)  # its schema check reads the JSON
         try:
             checks.append(_check_env(env))
             checks.append(_determinism(report))

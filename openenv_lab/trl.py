@@ -519,14 +519,16 @@ def render_chess(observation: Any, info: dict[str, Any]) -> str:
     if info.get("end_reason"):
         lines.append(f"The game is over: {info['end_reason']} (result {info.get('result') or '*'}).")
     else:
-        lines.append(f"Legal moves: {' '.join(sorted(info.get('legal_moves', ())))}")
+        lines.append(f"Legal moves: {' '.join(sorted(move.uci() for move in board.legal_moves))}")
     return "\n".join(lines)
 
 
 def render_fields(observation: Any, info: dict[str, Any]) -> str:
     """An observation's fields as ``name: value`` lines (a tool's result or error for MCP environments)."""
     lines = []
-    if info.get("tool_name") is not None:
+    if "tool_name" in info:  # an MCP environment (its infos' tool keys: `GenericAdapter`)
+        if not info["tool_name"]:  # its reset: no call yet
+            return "Ready: call a tool."
         if info.get("tool_error"):
             lines.append(f"error: {info['tool_error']}")
         else:
@@ -535,8 +537,6 @@ def render_fields(observation: Any, info: dict[str, Any]) -> str:
         lines += [f"{key}: {_text(value)}" for key, value in observation.items() if key != "action_mask"]
     else:
         lines.append(_text(observation))
-    if "tool_name" in info and info.get("tool_name") is None:  # an MCP environment's reset: no call yet
-        return "Ready: call a tool."
     return "\n".join(lines)
 
 

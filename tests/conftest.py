@@ -120,6 +120,14 @@ def framework_liar() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def framework_shifty() -> Iterator[str]:
+    """A server that sends null for a number its schema declares (tests/peers/framework_app.py)."""
+    server = FrameworkServer("shifty", max_sessions=8)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def framework_ledger() -> Iterator[str]:
     """A server that breaks the state contract, or the end of an episode, as each reset asks."""
     server = FrameworkServer("ledger", max_sessions=8)

@@ -156,3 +156,19 @@ def script_chat_model(
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+
+
+def info_signature(info: dict) -> dict:
+    """What must stay the same from step to step for infos to stack: each key's Python type (a numpy
+    array's dtype and shape), a dict's keys recursively. A None anywhere is its own type, so it differs."""
+    import numpy as np
+
+    signature: dict = {}
+    for key, value in info.items():
+        if isinstance(value, dict):
+            signature[key] = info_signature(value)
+        elif isinstance(value, np.ndarray):
+            signature[key] = ("ndarray", str(value.dtype), value.shape)
+        else:
+            signature[key] = type(value).__name__
+    return signature

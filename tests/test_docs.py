@@ -37,6 +37,16 @@ def test_the_benchmark_tables_are_rendered_from_the_json():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_the_info_tables_are_rendered_from_the_adapters():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_infos.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 def test_the_docs_type_no_measured_figures_outside_the_rendered_tables():
     for name in ("README.md", "ARCHITECTURE.md", "docs/ray.md"):
         assert typed_figures((ROOT / name).read_text()) == [], name

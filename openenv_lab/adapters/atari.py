@@ -20,8 +20,9 @@ seed and actions, gives the same observations as it does on ``ALE/Pong-v5``.
 Seeding: like ALE, only an explicit ``reset(seed=...)`` reseeds (it reloads the ROM); later
 resets continue the emulator's random stream, so a run is reproducible from its first seed.
 
-Info: ``lives``, ``episode_frame_number``, ``frame_number``, ``end_reason`` at the end (``game_over`` is a
-termination, ``frame_limit`` a truncation), plus the keys of `openenv_lab.adapters.base_info`.
+Info (`AtariAdapter.info_keys`, on every step), as ALE's: ``lives``, ``episode_frame_number``,
+``frame_number``, and ``end_reason`` (``""`` until the end; ``game_over`` is a termination,
+``frame_limit`` a truncation); with ``clip_reward``, ``unclipped_reward`` too.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..client import Client, EnvironmentMismatch, ProtocolError, StepResult
 from ..preprocessing import split_preprocessing
 from ..screen_delta import apply_delta
 from .base import Adapter, Transition, base_info
+from .info_schema import InfoKey
 
 __all__ = ["AtariAdapter", "ScreenProxy", "encode_png"]
 
@@ -141,6 +143,19 @@ def _copy_into(screen: np.ndarray, out: np.ndarray | None) -> np.ndarray:
     return out
 
 
+#: The Atari family's info keys, as ALE's environments name theirs.
+ATARI_INFO_KEYS = (
+    InfoKey("lives", "int", "lives left"),
+    InfoKey("episode_frame_number", "int", "emulator frames since the episode began"),
+    InfoKey("frame_number", "int", "emulator frames since the ROM was loaded"),
+    InfoKey(
+        "end_reason", "str", "why the episode ended: `game_over` (terminated), `frame_limit` (truncated)"
+    ),
+)
+#: With ``clip_reward=True``.
+CLIPPED_INFO_KEYS = (InfoKey("unclipped_reward", "float", "the step's reward before clipping to its sign"),)
+
+
 class AtariAdapter(Adapter):
     """Gymnasium spaces for OpenEnv Atari servers.
 
@@ -221,6 +236,7 @@ class AtariAdapter(Adapter):
             raise ValueError(f"clip_reward must be True or False, got {clip_reward!r}")
         self.frame_stack = None if frame_stack is None else int(frame_stack)
         self.clip_reward = bool(clip_reward)
+        self.info_keys = ATARI_INFO_KEYS + (CLIPPED_INFO_KEYS if self.clip_reward else ())
         self._stack: collections.deque[np.ndarray] = collections.deque(maxlen=self.frame_stack or 1)
         if obs_type not in _SHAPES:
             raise ValueError(f"obs_type must be one of {', '.join(_SHAPES)}, got {obs_type!r}")
@@ -325,12 +341,13 @@ class AtariAdapter(Adapter):
         if reset:
             self._read_action_meanings(metadata)
         self.screen = screen
-        self.lives = int(raw.get("lives", 0))
+        self.lives = int(raw.get("lives") or 0)  # a null: warned about once, by the info schema
         self.game_over = result.done
 
         info = base_info(result)
         for key in ("lives", "episode_frame_number", "frame_number"):
-            info[key] = raw.get(key, 0)
+            if key in raw:
+                info[key] = raw[key]
         for name in self.raw_fields_left_out:  # keep info light: the screen is the observation
             raw.pop(name, None)
         terminated = truncated = False
@@ -383,9 +400,9 @@ class AtariAdapter(Adapter):
         screen = self.screen
         return {
             "screen_png": encode_png(screen) if screen.ndim >= 2 else None,
-            "lives": int(info.get("lives", 0)),
-            "frame_number": int(info.get("episode_frame_number", 0)),
-            "end_reason": info.get("end_reason"),
+            "lives": int(info["lives"]),
+            "frame_number": int(info["episode_frame_number"]),
+            "end_reason": info["end_reason"] or None,  # the info's neutral value is the recording's null
         }
 
     def trajectory_metadata(self) -> dict[str, Any]:

@@ -16,6 +16,8 @@ What an adapter **declares** (data, read by the env):
 ``check_identity``     set by the env: refuse a server that reports another environment than asked
 ``server_options``     options of the bundled server it starts (a dict)
 ``reset_options``      what every reset sends, before the seed and the user's ``options`` (a dict)
+``info_keys``          its infos' keys (`InfoKey`: type, neutral value, meaning), beside `COMMON_INFO_KEYS`
+``raw_info``           set by the env: add the server's JSON to every info (``raw_observation``, ``metadata``)
 ``observation_space``  set by `setup` (or before)
 ``action_space``       set by `setup` (or before)
 =====================  ==================================================================================
@@ -30,6 +32,10 @@ What it **does**, in the order the env calls it; everything a call needs comes i
 3. ``encode_action(action)`` before every step: the server's action JSON for an action already checked
    to be in ``action_space``. It may read what the last ``decode`` saw (a chess move's index depends on
    the side to move), and nothing else.
+
+The infos ``decode`` makes go through the env's `openenv_lab.adapters.info_schema.InfoSchema` of
+``info_keys``: whatever a key is missing or cannot hold becomes its neutral value, so every info has the
+same keys and types from the reset on (the schema module says why).
 4. ``render(mode)``: the last observation, drawn.
 
 Optional: ``np_random(seed)`` (a family that derives its generator its own way), and for recordings
@@ -52,8 +58,9 @@ import gymnasium as gym
 import numpy as np
 
 from ..client import Client, StepResult
+from .info_schema import InfoKey
 
-__all__ = ["REWARD_COMPONENTS", "Adapter", "Transition", "base_info", "reward_components"]
+__all__ = ["COMMON_INFO_KEYS", "REWARD_COMPONENTS", "Adapter", "Transition", "base_info", "reward_components"]
 
 
 @dataclass(slots=True)
@@ -71,14 +78,24 @@ class Transition:
 REWARD_COMPONENTS = "reward_components"
 
 
+#: The info keys of every environment, whatever its family (the env sets ``seed``).
+COMMON_INFO_KEYS = (
+    InfoKey(
+        "seed",
+        "int",
+        "the seed this episode's reset sent; -1 where it sent none (Atari continues the server's random "
+        "stream between episodes unless `reset(seed=...)` names one)",
+        neutral=-1,
+    ),
+    InfoKey("reward_missing", "bool", "the server sent no reward (the step's reward is then 0.0)"),
+)
+
+
 def base_info(result: StepResult) -> dict[str, Any]:
-    """The info keys every adapter shares: ``raw_observation`` (the server's observation fields),
-    ``metadata`` (the observation's metadata), ``reward_missing=True`` when the server sent no reward
-    (the reward is then 0.0), and ``reward_components`` (name -> float) when the metadata names the parts
-    of the reward (`reward_components`)."""
-    info: dict[str, Any] = {"raw_observation": result.observation, "metadata": result.metadata}
-    if result.reward is None:
-        info["reward_missing"] = True
+    """The info keys every adapter shares but ``seed`` (`COMMON_INFO_KEYS`): ``reward_missing``, and
+    ``reward_components`` (name -> float) when the metadata names the parts of the reward
+    (`reward_components`; a family that declares that key keeps it)."""
+    info: dict[str, Any] = {"reward_missing": result.reward is None}
     components = reward_components(result.metadata)
     if components:
         info[REWARD_COMPONENTS] = components
@@ -88,7 +105,7 @@ def base_info(result: StepResult) -> dict[str, Any]:
 def reward_components(metadata: dict[str, Any]) -> dict[str, float]:
     """The named parts of a step's reward that a server puts in its observation metadata, under
     ``"reward_components"`` (``{"market": 0.8, "costs": -0.1}``): names with finite numbers; anything
-    else there is ignored (it stays in ``info["metadata"]``).
+    else there is ignored (``make(..., raw_info=True)`` shows it in ``info["metadata"]``).
 
     openenv 0.10 has no wire key of its own for this (its rubrics, RFC 004, score on the server and send
     only the total), so this is ours; our FinRL server uses it.
@@ -169,9 +186,16 @@ class Adapter(ABC):
     #: Set by a single env before `setup`: reads the state of the session it probed (after its reset),
     #: for an adapter that needs what an instance says of itself. None: open a session to read it.
     session_state: Callable[[], dict[str, Any]] | None = None
-    #: Observation fields left out of ``info["raw_observation"]`` to keep infos light (the screen, which is
-    #: the observation itself): the report card's schema check does not look for them there.
+    #: Observation fields left out of ``info["raw_observation"]`` (``raw_info=True``) to keep infos light
+    #: (the screen, which is the observation itself): the report card's schema check does not look for them.
     raw_fields_left_out: ClassVar[tuple[str, ...]] = ()
+    #: The keys of this family's infos, beside `COMMON_INFO_KEYS` (set in `setup` where they depend on the
+    #: server: a FinRL server's number of stocks sizes ``holdings``).
+    info_keys: tuple[InfoKey, ...] = ()
+    #: Set by the env (``raw_info=``): whether each info also carries the server's JSON as it came.
+    raw_info: bool = False
+    #: The observation fields of the last reply (set by the env before `decode`).
+    last_observation: dict[str, Any] = {}  # noqa: RUF012 - read-only default; the env sets its own
     #: The reset options a vector env's ``set_attr`` may change between episodes (a curriculum's next
     #: opponent or difficulty): each sub-environment sends the new value from its next reset on.
     reset_option_names: ClassVar[tuple[str, ...]] = ()
@@ -192,6 +216,10 @@ class Adapter(ABC):
         else:
             options[name] = value
         self.reset_options = options
+
+    def info_schema(self) -> tuple[InfoKey, ...]:
+        """Every key of this environment's infos: `COMMON_INFO_KEYS`, then the family's `info_keys`."""
+        return (*COMMON_INFO_KEYS, *self.info_keys)
 
     def setup(self, client: Client, first: StepResult | None) -> None:  # noqa: B027 - optional hook
         """Called once, when the env is made: ``client`` is the server's HTTP client, ``first`` the reply
@@ -224,9 +252,9 @@ class Adapter(ABC):
     def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         """The family's own columns of a trajectory row: small values, never raw arrays.
 
-        ``action`` is ``None`` on the row of a reset. The default keeps the raw observation as JSON.
+        ``action`` is ``None`` on the row of a reset. The default keeps the server's observation as JSON.
         """
-        return {"observation_json": json.dumps(info.get("raw_observation", {}), sort_keys=True, default=str)}
+        return {"observation_json": json.dumps(self.last_observation, sort_keys=True, default=str)}
 
     def trajectory_metadata(self) -> dict[str, Any]:
         """What a viewer needs beside the rows (ticker names, action meanings...), saved with them."""

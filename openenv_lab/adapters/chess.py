@@ -19,9 +19,10 @@ Episode endings: checkmate, stalemate, insufficient material and the draw rules 
 reason in ``metadata["end_reason"]``; for servers that do not (the official one) the reason is worked
 out from the final position and the positions seen during the episode.
 
-Info: ``fen``, ``legal_moves`` (UCI), ``agent_color`` (the side to move), ``move`` (the agent's move as
-sent, UCI) and ``illegal_move`` after a step, ``opponent_move`` (UCI, when the server says), ``end_reason``
-and ``result`` at the end, plus the keys of `openenv_lab.adapters.base_info`.
+Info (`ChessAdapter.info_keys`, on every step): ``fen``, ``agent_color``, ``move`` (the agent's move as
+sent, UCI), ``opponent_move``, ``illegal_move``, ``end_reason`` and ``result``, with ``""``, False and
+``"*"`` where there is nothing to say yet. The legal moves (a list of any length) are not in it: the mask
+is in the observation, and ``env.unwrapped.adapter.legal_moves`` lists them in UCI.
 
 Rendering: ``"svg"`` returns python-chess's SVG board (shown as a picture by Jupyter), seen from the
 agent's side, last move arrowed, king in check highlighted; ``"rgb_array"`` a 400x400x3 ``uint8``
@@ -41,6 +42,7 @@ from gymnasium import spaces
 from ..client import ProtocolError, StepResult
 from .base import Adapter, Transition, base_info
 from .chess_encoding import BOARD_SHAPE, NUM_ACTIONS, board_planes, index_to_uci, legal_mask, uci_to_index
+from .info_schema import InfoKey
 
 __all__ = ["ChessAdapter"]
 
@@ -90,6 +92,15 @@ class ChessAdapter(Adapter):
     render_fps: ClassVar[int] = 2
     env_attributes: ClassVar[tuple[str, ...]] = ("action_masks",)
     reset_option_names: ClassVar[tuple[str, ...]] = _RESET_OPTIONS
+    info_keys: tuple[InfoKey, ...] = (
+        InfoKey("fen", "str", "the position, in FEN"),
+        InfoKey("agent_color", "str", '"white" or "black": the side the agent plays'),
+        InfoKey("move", "str", "the agent's move as sent, in UCI (`0000`: off the board)"),
+        InfoKey("opponent_move", "str", "the opponent's reply, in UCI, where the server says"),
+        InfoKey("illegal_move", "bool", "the agent's move was illegal: penalised, the position unchanged"),
+        InfoKey("end_reason", "str", "why the game ended: `checkmate`, `stalemate`, `move_limit`..."),
+        InfoKey("result", "str", "the result, `1-0`, `0-1` or `1/2-1/2`, at the end", neutral="*"),
+    )
 
     def __init__(
         self,
@@ -135,6 +146,11 @@ class ChessAdapter(Adapter):
         return legal_mask(self._legal_list, self._white_to_move).astype(bool)
 
     @property
+    def legal_moves(self) -> list[str]:
+        """The legal moves in the current position, in UCI, as the server listed them."""
+        return list(self._legal_list)
+
+    @property
     def board(self) -> chess.Board:
         """The current position as a python-chess board."""
         return chess.Board(self._fen)
@@ -176,9 +192,8 @@ class ChessAdapter(Adapter):
 
         info = base_info(result)
         info["fen"] = fen
-        info["legal_moves"] = list(legal_moves)
         info["agent_color"] = self._agent_color
-        if "opponent_move" in metadata:
+        if metadata.get("opponent_move") is not None:
             info["opponent_move"] = metadata["opponent_move"]
         if not reset:
             info["move"] = move
@@ -189,7 +204,8 @@ class ChessAdapter(Adapter):
             truncated = reason in TRUNCATION_REASONS
             terminated = not truncated
             info["end_reason"] = reason
-            info["result"] = raw.get("result")
+            if raw.get("result") is not None:
+                info["result"] = raw["result"]
         observation = {
             "board": board_planes(fen),
             "action_mask": legal_mask(legal_moves, self._white_to_move),
@@ -207,14 +223,15 @@ class ChessAdapter(Adapter):
         return f"{uci} ({chess.Board(self._fen).san(chess.Move.from_uci(uci))})"
 
     def record(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        ended = bool(info["end_reason"])  # the info's neutral values are the recording's nulls
         return {
             "fen": str(info["fen"]),
-            "move": info.get("move") if action is not None else None,
-            "opponent_move": info.get("opponent_move"),
+            "move": (info["move"] or None) if action is not None else None,
+            "opponent_move": info["opponent_move"] or None,
             "agent_color": str(info["agent_color"]),
-            "illegal_move": bool(info.get("illegal_move", False)),
-            "end_reason": info.get("end_reason"),
-            "result": info.get("result"),
+            "illegal_move": bool(info["illegal_move"]),
+            "end_reason": info["end_reason"] or None,
+            "result": info["result"] if ended else None,
         }
 
     # ------------------------------------------------------------------ rendering

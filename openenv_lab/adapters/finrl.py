@@ -17,8 +17,10 @@ and ``env.unwrapped.tickers`` the tickers, in column order.
 Episode endings: the end of the data is a truncation (the market goes on); a ruined account (our server's
 ``end_reason="ruined"``, or a portfolio worth nothing on servers that do not say) is a termination.
 
-Info: ``date``, ``portfolio_value``, ``cash``, ``holdings`` (shares per ticker), plus ``cost`` and
-``trades`` from our server, ``end_reason`` at the end, and the keys of `openenv_lab.adapters.base_info`.
+Info (`FinRLAdapter.info_keys`, on every step): ``date``, ``portfolio_value``, ``cash``, ``holdings``
+(shares per ticker, ``int64`` of the tickers' number), ``cost`` and ``trades`` so far (our server's; 0
+from servers that do not say), ``reward_components`` (``market`` and ``costs``: the parts of the reward,
+0.0 on a reset), and ``end_reason`` (``""`` until the end).
 
 Options that describe the market (``data``, ``trade_start``, ``indicators`` and the trading parameters)
 configure the embedded server this adapter starts when no ``base_url`` is given; a remote server has its
@@ -37,7 +39,8 @@ from gymnasium import spaces
 
 from ..client import Client, ProtocolError, StepResult
 from ..market import parse_indicators
-from .base import Adapter, Transition, base_info
+from .base import REWARD_COMPONENTS, Adapter, Transition, base_info
+from .info_schema import InfoKey
 
 __all__ = ["FinRLAdapter"]
 
@@ -53,6 +56,36 @@ SERVER_OPTIONS = (
     "reward_scaling",
     "turbulence_threshold",
 )
+
+
+def finrl_info_keys(tickers: int) -> tuple[InfoKey, ...]:
+    """The FinRL family's info keys for a market of ``tickers`` stocks."""
+    return (
+        InfoKey("date", "str", "the trading day, ISO 8601"),
+        InfoKey("portfolio_value", "float", "cash plus the holdings at the day's closing prices"),
+        InfoKey("cash", "float", "cash"),
+        InfoKey(
+            "holdings",
+            "array",
+            "shares held per ticker, in `env.unwrapped.tickers`' order",
+            shape=(tickers,),
+            dtype="int64",
+        ),
+        InfoKey("cost", "float", "transaction costs paid so far this episode (our server's)"),
+        InfoKey("trades", "int", "trades made so far this episode (our server's)"),
+        InfoKey(
+            REWARD_COMPONENTS,
+            "dict",
+            "the parts of the step's reward (our server's)",
+            keys=(
+                InfoKey("market", "float", "what the prices' moves made of the holdings"),
+                InfoKey("costs", "float", "the step's transaction costs (negative)"),
+            ),
+        ),
+        InfoKey(
+            "end_reason", "str", "why the episode ended: `end_of_data` (truncated), `ruined` (terminated)"
+        ),
+    )
 
 
 class FinRLAdapter(Adapter):
@@ -146,6 +179,7 @@ class FinRLAdapter(Adapter):
         self.config = config
         self.tickers = list(config.get("tickers") or [f"stock_{i}" for i in range(stock_dim)])
         n = stock_dim
+        self.info_keys = finrl_info_keys(n)
         self.layout = {"cash": slice(0, 1), "close": slice(1, 1 + n), "holdings": slice(1 + n, 1 + 2 * n)}
         for k, name in enumerate(indicators):
             self.layout[name] = slice(1 + 2 * n + k * n, 1 + 2 * n + (k + 1) * n)
@@ -180,12 +214,11 @@ class FinRLAdapter(Adapter):
             )
         self._last = result
         info = base_info(result)
-        info["date"] = raw.get("date", "")
+        if "date" in raw:
+            info["date"] = raw["date"]
         info["portfolio_value"] = value
-        info["cash"] = float(metadata.get("cash", state[0]))
-        info["holdings"] = np.asarray(
-            metadata.get("holdings", state[self.layout["holdings"]]), dtype=np.int64
-        )
+        info["cash"] = metadata.get("cash", state[0])
+        info["holdings"] = metadata.get("holdings", state[self.layout["holdings"]])
         for key in ("cost", "trades"):
             if key in metadata:
                 info[key] = metadata[key]
@@ -211,7 +244,7 @@ class FinRLAdapter(Adapter):
             "cash": float(info["cash"]),
             "holdings": info["holdings"].tolist(),
             "close": np.asarray(observation[self.layout["close"]], dtype=np.float64).tolist(),
-            "end_reason": info.get("end_reason"),
+            "end_reason": info["end_reason"] or None,  # the info's neutral value is the recording's null
         }
 
     def trajectory_metadata(self) -> dict[str, Any]:

@@ -15,15 +15,20 @@ How JSON Schema types become spaces is `openenv_lab.adapters.schema`'s table. On
 - an integer action without both bounds (where nothing says how many values it has) gets the widest
   honest space, `openenv_lab.adapters.schema.WideInteger` (samples stay small), and one warning naming the
   `Spec` that would make it an exact ``Discrete``; where the observation lists the legal values
-  (``legal_actions``), ``info["legal_actions"]`` carries them and random play (`check`, ``evaluate``'s
+  (``legal_actions``), `GenericAdapter.legal_actions` gives them and random play (`check`, ``evaluate``'s
   ``"masked-random"``) picks among them;
 - MCP tool environments (an action ``{"type": "call_tool", "tool_name", "arguments"}``): see
-  ``action_fields`` below, with the arguments as JSON text.
+  ``action_fields`` below, with the arguments as JSON text;
+- infos (on every step, each of one type: `openenv_lab.adapters.info_schema`): each observation field
+  whose schema is one scalar (a boolean, integer, number or string, optional or not) under its own name,
+  and for MCP tool environments ``tool_name``, ``tool_result`` (text as it came, other values as JSON
+  text) and ``tool_error``; lists, objects and the legal actions are not in them
+  (``make(..., raw_info=True)`` adds the server's JSON as it came).
 
 Specs for the official environments (`openenv_lab.adapters.spec.SPECS`) are picked by the name the server
 reports; pass ``spec=`` to choose or write one. Why an episode ended: ``done`` is treated as termination,
 unless the metadata says ``"truncated": true``; the original value of ``null`` fields:
-``info["raw_observation"]`` has it.
+``info["raw_observation"]`` has it (``raw_info=True``).
 """
 
 from __future__ import annotations
@@ -36,10 +41,28 @@ import numpy as np
 from gymnasium import spaces
 
 from ..client import Client, EnvironmentMismatch, OpenEnvError, ProtocolError, StepResult
-from .base import Adapter, Transition, base_info
-from .schema import ENVELOPE_FIELDS, Field, JSONText, UnicodeText, bounds, declared_field, field_for, resolve
+from .base import COMMON_INFO_KEYS, Adapter, Transition, base_info
+from .info_schema import InfoKey
+from .schema import (
+    ENVELOPE_FIELDS,
+    Field,
+    JSONText,
+    UnicodeText,
+    bounds,
+    declared_field,
+    field_for,
+    resolve,
+    scalar_kind,
+)
 from .spec import SPECS, Spec, find_spec
 from .tools import Tools
+
+#: The info keys of an MCP tool environment.
+TOOL_INFO_KEYS = (
+    InfoKey("tool_name", "str", "the tool called"),
+    InfoKey("tool_result", "str", "what the tool returned: text as it came, other values as JSON text"),
+    InfoKey("tool_error", "str", "what went wrong: the tool's own error or the framework's"),
+)
 
 __all__ = ["LEGAL_ACTION_FIELDS", "EchoAdapter", "GenericAdapter", "JSONText", "UnicodeText", "legal_choice"]
 
@@ -217,15 +240,41 @@ class GenericAdapter(Adapter):
             self.env_attributes = ("action_masks",)
         self._observation_fields = dict(sorted(fields.items()))
         self.observation_space = spaces.Dict({k: f.space for k, f in self._observation_fields.items()})
+        self.info_keys = self._scalar_info_keys(names, properties, defs)
         if self._unbounded_action is not None:
             self._say_unbounded_integer()
+
+    def _scalar_info_keys(
+        self, names: list[str], properties: dict[str, Any], defs: dict[str, Any]
+    ) -> tuple[InfoKey, ...]:
+        """The info keys: the observation's scalar fields, as the schema types them (and the tools')."""
+        keys = list(TOOL_INFO_KEYS) if self.tools is not None else []
+        taken = {key.name for key in (*COMMON_INFO_KEYS, *keys)} | {"task"}
+        for name in names:
+            found = scalar_kind(properties.get(name, {}), defs)
+            if (
+                found is not None
+                and name not in taken
+                and name not in (self._legal_field, self._listed_field)
+            ):
+                kind, nullable = found
+                meaning = f"the observation's {name!r}, as the server sent it"
+                keys.append(InfoKey(name, kind, meaning, nullable=nullable))
+        return tuple(keys)
+
+    def legal_actions(self) -> list[Any]:
+        """The legal values of the action as the last observation lists them (its ``legal_actions`` field,
+        or the one a spec names), or ``[]`` where it lists none."""
+        field = self._legal_field or self._listed_field
+        listed = self._last.get(field) if field is not None else None
+        return list(listed) if isinstance(listed, list) else []
 
     def _say_unbounded_integer(self) -> None:
         """One warning: the action's space is honest but wide, and the `Spec` that would make it exact."""
         name = self._unbounded_action
         listed = f", legal_actions={self._listed_field!r}" if self._listed_field is not None else ""
         random_play = (
-            f"; random play picks from the observation's {self._listed_field!r} (info['legal_actions'])"
+            f"; random play picks from the observation's {self._listed_field!r} (adapter.legal_actions())"
             if self._listed_field is not None
             else ""
         )
@@ -348,11 +397,10 @@ class GenericAdapter(Adapter):
         self._last = raw
         info = base_info(result)
         if self._legal_field is not None:
-            legal = raw.get(self._legal_field) or []
-            self._mask = self._legal_mask(legal)
-            info["legal_actions"] = list(legal)
-        elif self._listed_field is not None:
-            info["legal_actions"] = list(raw.get(self._listed_field) or [])
+            self._mask = self._legal_mask(raw.get(self._legal_field) or [])
+        for key in self.info_keys:
+            if key.name in raw:
+                info[key.name] = raw[key.name]
         observation = {}
         for name, field in self._observation_fields.items():
             if name == "action_mask" and self._legal_field is not None:
@@ -476,10 +524,10 @@ def _same(sent: Any, given: Any) -> bool:
     return bool(sent == given)
 
 
-def legal_choice(space: spaces.Space[Any], info: dict[str, Any] | None) -> Any:
-    """One of ``info["legal_actions"]``, drawn with ``space``'s generator, where ``space`` is an integer
-    ``Box`` holding them (an action the schema does not bound); None otherwise."""
-    legal = (info or {}).get("legal_actions")
+def legal_choice(space: spaces.Space[Any], legal: list[Any] | None) -> Any:
+    """One of the ``legal`` actions (`GenericAdapter.legal_actions`), drawn with ``space``'s generator,
+    where ``space`` is an integer ``Box`` holding them (an action the schema does not bound); None
+    otherwise."""
     if not legal or not isinstance(space, spaces.Box) or not np.issubdtype(space.dtype, np.integer):
         return None
     try:

@@ -65,6 +65,7 @@ __all__ = [
     "declared_field",
     "field_for",
     "resolve",
+    "scalar_kind",
 ]
 
 _INT_BOUND = 2**31
@@ -436,6 +437,51 @@ def _scalar(node: dict[str, Any], dtype: type) -> Field:
         lambda a: to_json(np.asarray(a).item()),
         lambda: np.zeros((), dtype=dtype),
     )
+
+
+_SCALAR_KINDS = {"boolean": "bool", "integer": "int", "number": "float", "string": "str"}
+
+
+def scalar_kind(node: dict[str, Any], defs: dict[str, Any]) -> tuple[str, bool] | None:
+    """The info kind (`openenv_lab.adapters.info_schema.KINDS`) of a field whose schema is one scalar
+    (``bool``, ``int``, ``float``, ``str``; an enum of one JSON type), and whether the schema allows
+    ``null`` for it; None for any other field.
+
+    Example:
+        >>> scalar_kind({"anyOf": [{"type": "integer"}, {"type": "null"}]}, {})
+        ('int', True)
+        >>> scalar_kind({"enum": ["UP", "DOWN"]}, {}), scalar_kind({"type": "array"}, {})
+        (('str', False), None)
+    """
+    node, expanding = resolve(node, defs, frozenset())
+    variants = node.get("anyOf") or node.get("oneOf")
+    if variants:
+        non_null = [v for v in variants if resolve(v, defs, expanding)[0].get("type") != "null"]
+        inner = scalar_kind(non_null[0], defs) if len(non_null) == 1 else None
+        return None if inner is None else (inner[0], inner[1] or len(non_null) < len(variants))
+    if "enum" in node or "const" in node:
+        values = node.get("enum", [node.get("const")])
+        kinds = {_SCALAR_KINDS.get(_json_type(value)) for value in values if value is not None}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        return None if kind is None else (kind, None in values)
+    kind = node.get("type")
+    nullable = False
+    if isinstance(kind, list):
+        non_null = [k for k in kind if k != "null"]
+        nullable = len(non_null) < len(kind)
+        kind = non_null[0] if len(non_null) == 1 else None
+    found = _SCALAR_KINDS.get(kind) if isinstance(kind, str) else None
+    return None if found is None else (found, nullable)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else "other"
 
 
 def _leaf_type(

@@ -106,18 +106,23 @@ class Tools(Sequence[dict[str, Any]]):
         return index, {key: tool.fields[key].decode(value) for key, value in arguments.items()}
 
     def outcome(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """What a tool call came back with, for ``info``: ``tool_name``, ``tool_result`` (the tool's value)
-        and ``tool_error`` (None, or what went wrong: the tool's own error or the framework's)."""
+        """What a tool call came back with, for ``info``: ``tool_name``, ``tool_result`` (the tool's value:
+        text as it came, anything else as JSON text) and ``tool_error`` (what went wrong: the tool's own
+        error or the framework's); a key is left out where there is nothing to say (the info schema then
+        gives it ``""``)."""
         result = raw.get("result")
         error = raw.get("error")
-        info: dict[str, Any] = {"tool_name": raw.get("tool_name"), "tool_result": None, "tool_error": None}
+        info: dict[str, Any] = {}
+        if raw.get("tool_name") is not None:
+            info["tool_name"] = raw["tool_name"]
+        value = result
         if isinstance(result, dict):
-            info["tool_result"] = result.get("data", result.get("structured_content"))
+            value = result.get("data", result.get("structured_content"))
             if result.get("is_error"):
                 texts = [c.get("text", "") for c in result.get("content") or () if isinstance(c, dict)]
                 info["tool_error"] = " ".join(texts) or "the tool reported an error"
-        elif result is not None:
-            info["tool_result"] = result
+        if value is not None:
+            info["tool_result"] = value if isinstance(value, str) else json.dumps(value, default=str)
         if isinstance(error, dict):
             info["tool_error"] = f"{error.get('error_type', 'error')}: {error.get('message', '')}"
         return info

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -159,7 +160,7 @@ def total_length(answer: Callable[[gym.Env, list[str]], Any], env: gym.Env) -> N
     for words in (["open", "env", "lab"], [], ["Ünïcode", "", "x" * 40]):
         watched = WatchedEnv(env, exercise)
         got = exercise.run(answer, watched, list(words))
-        calls = [info for info in watched.infos if info.get("tool_name") is not None]
+        calls = [info for info in watched.infos if info.get("tool_name")]  # "": a reset, no call
         names = sorted({info["tool_name"] for info in calls})
         if words and not calls:
             exercise.fail(
@@ -173,7 +174,7 @@ def total_length(answer: Callable[[gym.Env, list[str]], Any], env: gym.Env) -> N
             len(calls) == len(words),
             f"for {len(words)} words it made {len(calls)} tool calls: one call per word.",
         )
-        expected = sum(info["tool_result"]["length"] for info in calls)
+        expected = sum(json.loads(info["tool_result"])["length"] for info in calls)
         exercise.require(
             got == expected,
             f"for {words} the tool reported lengths adding up to {expected}, and it returned {got!r}.",

@@ -24,6 +24,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from ..adapters import Adapter
+from ..adapters.info_schema import InfoKey, InfoSchema
 from ..client import CapacityError, EnvironmentMismatch, ProtocolError, StepResult
 from .tasks import TaskCatalog, names_task, task_request
 
@@ -67,8 +68,10 @@ class Episode:
         base_url: str,
         catalog: TaskCatalog | None = None,
         tasks: list[dict[str, Any]] | None = None,
+        extra_keys: tuple[InfoKey, ...] = (),
     ) -> None:
         self.adapter = adapter
+        self.extra_keys = extra_keys  # info keys of the env's own, beside the adapter's
         self.base_url = base_url
         self.catalog = catalog
         self.tasks = tasks or []  # played in turn by resets whose options name no task
@@ -79,6 +82,8 @@ class Episode:
         self.seed: int | None = None
         self.needs_reset = True
         self.sent: dict[str, Any] | None = None  # the action JSON of the step in flight, for decode
+        self._schema: InfoSchema | None = None  # made at the first reply, once the adapter is set up
+        self._task_info: dict[str, Any] | None = None  # info["task"] on every step of a task's episode
 
     def reset_request(self, seed: int | None, options: dict[str, Any] | None) -> dict[str, Any]:
         """The reset's keyword arguments; a missing seed is drawn from the episode's generator."""
@@ -120,9 +125,10 @@ class Episode:
                 "ignore seeds). Its episodes may not be reproducible.",
                 stacklevel=3,
             )
-        transition.info["seed"] = self.seed
         if self.task is not None:
-            transition.info["task"] = self._played_task(result.metadata.get("task"))
+            self._task_info = transition.info["task"] = self._played_task(result.metadata.get("task"))
+        else:
+            self._task_info = None
         self.needs_reset = transition.terminated or transition.truncated
         return transition.observation, transition.info
 
@@ -172,17 +178,36 @@ class Episode:
             transition.info,
         )
 
+    def conform(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with this episode's ``seed``, made to fit the info schema: the same keys and types on
+        every step (`openenv_lab.adapters.info_schema`)."""
+        if self._schema is None:  # made at the first reply, once the adapter is set up
+            keys = (*self.adapter.info_schema(), *self.extra_keys)
+            self._schema = InfoSchema(keys, source=f"The server at {self.base_url}")
+        info["seed"] = -1 if self.seed is None else self.seed
+        return self._schema.conform(info)
+
     def _decode(self, result: StepResult, sent: dict[str, Any] | None) -> Any:
         """The adapter's reading of a reply; a reply it cannot read (a field of the wrong type or shape:
         the server broke its own format) is a `ProtocolError`, as every fault of a server is."""
+        adapter = self.adapter
+        adapter.last_observation = result.observation
         try:
-            return self.adapter.decode(result, sent)
+            transition = adapter.decode(result, sent)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
             raise ProtocolError(
                 f"The server at {self.base_url} sent an observation its environment family cannot read "
                 f"({type(exc).__name__}: {exc}); is it the server this env expects?",
                 url=self.base_url,
             ) from exc
+        info = self.conform(transition.info)
+        if sent is not None and self._task_info is not None:
+            info["task"] = self._task_info
+        if adapter.raw_info:
+            info["raw_observation"] = result.observation
+            info["metadata"] = result.metadata
+        transition.info = info
+        return transition
 
 
 _INT64 = np.dtype(np.int64)

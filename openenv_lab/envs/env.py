@@ -79,17 +79,22 @@ class OpenEnvEnv(gym.Env):
             API; our chess server's mates in 1-3): a split's name, a list of task ids or of
             ``(split, index)`` pairs, or a DataFrame of rows of `tasks`. A reset can also name one:
             ``reset(options={"task_id": ...})`` (see `openenv_lab.envs.tasks`).
+        raw_info: add the server's JSON, as it came, to every info: ``info["raw_observation"]`` (its
+            observation's fields) and ``info["metadata"]``. Off by default: research code stacks infos,
+            and raw JSON (nulls, lists of any length, keys that come and go) does not stack.
         **adapter_options: passed to the adapter class (chess: ``opponent``, ``agent_color``...).
 
     Seeding: ``reset(seed=s)`` sends ``s`` to the server; ``reset()`` sends a seed drawn from the
     environment's own generator, so one seed fixes a whole sequence of episodes, and ``info["seed"]``
     says which seed an episode used. (Atari, where reseeding reloads the ROM, continues the emulator's
-    random stream instead, as ALE does; ``info["seed"]`` is then ``None``.) Servers that ignore seeds
+    random stream instead, as ALE does; ``info["seed"]`` is then -1.) Servers that ignore seeds
     (the official chess and Atari servers) cannot replay episodes; a warning says so once per server.
 
-    Info: every adapter adds ``raw_observation``, ``metadata``, ``seed`` (on reset) and
-    ``reward_missing=True`` when the server sent no reward (the reward is then 0.0); a reset that starts a
-    task adds ``task`` (its ``id``, ``split``, ``index`` and what the server reports of it).
+    Info: the same keys, each of one type, on every step from the reset on, so that vector envs and RL
+    libraries can stack them (``docs/infos.md`` lists each family's; `openenv_lab.adapters.info_schema`):
+    every family has ``seed`` (the episode's; -1 for none) and ``reward_missing`` (the server sent no
+    reward: the reward is then 0.0). An episode that plays a task has ``task`` (its ``id``, ``split``,
+    ``index`` and what the server reports of it) on every step.
 
     Example:
         >>> import gymnasium as gym
@@ -122,6 +127,7 @@ class OpenEnvEnv(gym.Env):
         token: str | bool | None = None,
         trust_remote_code: bool = False,
         progress: bool | None = None,
+        raw_info: bool = False,
         **adapter_options: Any,
     ) -> None:
         self._owns_launcher = False
@@ -135,6 +141,7 @@ class OpenEnvEnv(gym.Env):
             check_render_mode(self.adapter, render_mode)
         self.render_mode = render_mode
         self.adapter.check_identity = check_identity
+        self.adapter.raw_info = raw_info
         where = Where(base_url, launcher, image, space, token, trust_remote_code, progress)
         headers = request_headers(where, headers)
         self.launcher, self._owns_launcher = make_launcher(self.adapter, where)
@@ -154,6 +161,7 @@ class OpenEnvEnv(gym.Env):
             self.adapter = adapter_for_server(self.adapter, self.client)
             if self.adapter is not given:  # the generic adapter handed the server to a family's
                 self.adapter.check_identity = check_identity
+                self.adapter.raw_info = raw_info
                 self.metadata = {
                     "render_modes": list(self.adapter.render_modes),
                     "render_fps": self.adapter.render_fps,

@@ -40,6 +40,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ..adapters import Adapter, GenericAdapter
+from ..adapters.info_schema import InfoKey
 from ..client import (
     Client,
     Keepalive,
@@ -76,6 +77,11 @@ __all__ = ["OpenEnvVectorEnv"]
 
 #: What ``on_failure`` may be.
 _ON_FAILURE = ("raise", "restart")
+#: The info keys of a vector env made with ``on_failure="restart"``, on every step of every sub-environment.
+RESTART_INFO_KEYS = (
+    InfoKey("server_failed", "bool", "the sub-environment's server failed: its episode ends truncated here"),
+    InfoKey("server_error", "str", "why the server failed"),
+)
 
 _log = logging.getLogger("openenv_lab")
 
@@ -108,11 +114,12 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         progress: show a wait for the servers that lasts, as for `OpenEnvEnv`.
         on_failure: ``"raise"`` (default): a server that fails closes the env with an error naming it.
             ``"restart"``: its sub-environments end their episodes truncated (``infos["server_failed"]``
-            says which, ``infos["server_error"]`` why) and go on with new sessions, on any server of the
-            env that can take them within ``reconnect_within`` seconds (else the error is raised). The
-            sessions are then always driven by an event loop thread, so that each can be replaced alone.
+            says which, ``infos["server_error"]`` why: keys every info then has, False and "" elsewhere)
+            and go on with new sessions, on any server of the env that can take them within
+            ``reconnect_within`` seconds (else the error is raised). The sessions are then always driven
+            by an event loop thread, so that each can be replaced alone.
         reconnect_within: seconds to find new sessions after a server fails (``on_failure="restart"``).
-        render_mode, timeouts, keepalive, headers, **adapter_options: as for `OpenEnvEnv`.
+        render_mode, timeouts, keepalive, headers, raw_info, **adapter_options: as for `OpenEnvEnv`.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -151,6 +158,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         progress: bool | None = None,
         on_failure: str = "raise",
         reconnect_within: float = 60.0,
+        raw_info: bool = False,
         **adapter_options: Any,
     ) -> None:
         if on_failure not in _ON_FAILURE:
@@ -178,6 +186,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         self.adapters = [make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
         for each in self.adapters:
             each.check_identity = check_identity
+            each.raw_info = raw_info
         first = self.adapters[0]
         if type(first) is not GenericAdapter:  # the generic one may hand the servers to a family's
             check_render_mode(first, render_mode)
@@ -226,8 +235,9 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         except BaseException:
             self.close()
             raise
+        extra_keys = RESTART_INFO_KEYS if on_failure == "restart" else ()
         self.episodes = [
-            Episode(a, url, self._catalog, shares[i] if shares else None)
+            Episode(a, url, self._catalog, shares[i] if shares else None, extra_keys)
             for i, (a, url) in enumerate(zip(self.adapters, urls, strict=True))
         ]
 
@@ -548,7 +558,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
                 resend[i] = self._sent.pop(i)
                 continue
             self.episodes[i].needs_reset = True
-            info = {"server_failed": True, "server_error": str(error)}
+            info = self.episodes[i].conform({"server_failed": True, "server_error": str(error)})
             self._ready[i] = (self._env_obs[i], 0.0, False, True, info)
         if resend:
             self._send(resend)
@@ -619,6 +629,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             given = self.adapters[i]
             self.adapters[i] = adapter_for_server(given, clients[url])
             self.adapters[i].check_identity = given.check_identity
+            self.adapters[i].raw_info = given.raw_info
         probing = {i: ("reset", dict(a.reset_options)) for i, a in enumerate(self.adapters) if a.needs_probe}
         first: dict[int, Reply] = {}
         if probing:

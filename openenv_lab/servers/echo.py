@@ -27,7 +27,9 @@ class EchoAction(Action):
 
 
 class EchoObservation(Observation):
-    echoed_message: str = ""
+    # Bounded as the action is: a client sizes buffers from it (gymnasium's AsyncVectorEnv shares memory
+    # for each text's whole length, 100 MiB per sub-environment for a string without a bound).
+    echoed_message: str = Field("", max_length=256, description="The message, as it was sent")
     message_length: int = 0
 
 

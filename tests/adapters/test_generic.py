@@ -307,14 +307,15 @@ def test_decoding_a_step_ends_rewards_and_masks_as_the_server_says():
     adapter = adapter_for(Move, Listed, {"legal_actions": [0, 1, 2], "note": ""}, spec=spec)
     step = adapter.decode(StepResult({"legal_actions": [2], "note": "hi"}, 0.5, False, {}), {"steps": 0})
     assert step.observation["action_mask"].tolist() == [0, 0, 1] and step.observation["note"] == "hi"
-    assert step.info["legal_actions"] == [2] and adapter.action_masks().tolist() == [False, False, True]
+    assert adapter.legal_actions() == [2] and adapter.action_masks().tolist() == [False, False, True]
     assert (step.reward, step.terminated, step.truncated) == (0.5, False, False)
-    assert "reward_missing" not in step.info and step.info["raw_observation"]["note"] == "hi"
+    # The info: the scalar fields (not the list of legal actions: the mask is in the observation)
+    assert step.info == {"reward_missing": False, "note": "hi"}
     assert json.loads(adapter.render("ansi")) == {"legal_actions": [2], "note": "hi"}
 
     ended = adapter.decode(StepResult({"legal_actions": None}, None, True, {}), None)
     assert (ended.reward, ended.terminated, ended.truncated) == (0.0, True, False)
-    assert ended.info["reward_missing"] is True and ended.info["legal_actions"] == []
+    assert ended.info["reward_missing"] is True and adapter.legal_actions() == []
     assert ended.observation["action_mask"].tolist() == [0, 0, 0] and ended.observation["note"] == ""
     cut = adapter.decode(StepResult({"legal_actions": [0]}, -1.0, True, {"truncated": True}), None)
     assert (cut.reward, cut.terminated, cut.truncated) == (-1.0, False, True)
@@ -329,8 +330,10 @@ def test_decoding_a_step_ends_rewards_and_masks_as_the_server_says():
     with pytest.warns(UserWarning, match="without bounds"):
         listed = adapter_for(Unbounded, Listed, {"legal_actions": [0, 7], "note": ""})
     step = listed.decode(StepResult({"legal_actions": [7, 9], "note": ""}, 1.0, False, {}), None)
-    assert step.info["legal_actions"] == [7, 9] and "action_mask" not in step.observation
-    assert listed.decode(StepResult({"note": ""}, 1.0, False, {}), None).info["legal_actions"] == []
+    assert listed.legal_actions() == [7, 9] and "action_mask" not in step.observation
+    assert "legal_actions" not in step.info  # a list of any length does not stack
+    listed.decode(StepResult({"note": ""}, 1.0, False, {}), None)
+    assert listed.legal_actions() == []
 
 
 class Color(str, Enum):
@@ -502,27 +505,26 @@ def test_a_legal_choice_is_drawn_from_the_listed_ids_with_the_spaces_generator()
 
     wide = spaces.Box(-(2**40), 2**40, (), np.int64)
     wide.seed(0)
-    draws = [legal_choice(wide, {"legal_actions": [3, 7, 2**35]}) for _ in range(60)]
+    draws = [legal_choice(wide, [3, 7, 2**35]) for _ in range(60)]
     assert {int(d) for d in draws} == {3, 7, 2**35}  # every id, not only the first
     assert all(d.dtype == np.int64 and d.shape == () for d in draws)
     narrow = spaces.Box(0, 100, (), np.int32)
-    assert legal_choice(narrow, {"legal_actions": [5]}).dtype == np.int32  # in the space's own dtype
+    assert legal_choice(narrow, [5]).dtype == np.int32  # in the space's own dtype
     wide.seed(0)
-    again = [legal_choice(wide, {"legal_actions": [3, 7, 2**35]}) for _ in range(60)]
+    again = [legal_choice(wide, [3, 7, 2**35]) for _ in range(60)]
     assert [int(d) for d in again] == [int(d) for d in draws]
 
-    for space, info in (
+    for space, legal in (
         (wide, None),
-        (wide, {}),
-        (wide, {"legal_actions": []}),
-        (spaces.Discrete(9), {"legal_actions": [1]}),  # a bounded action: the mask's business
-        (spaces.Box(-1.0, 1.0, (), np.float32), {"legal_actions": [0]}),  # not an integer space
-        (wide, {"legal_actions": ["e2e4"]}),  # ValueError
-        (wide, {"legal_actions": [None]}),  # TypeError
-        (wide, {"legal_actions": [2**70]}),  # OverflowError
-        (wide, {"legal_actions": [2**41]}),  # outside the space
+        (wide, []),
+        (spaces.Discrete(9), [1]),  # a bounded action: the mask's business
+        (spaces.Box(-1.0, 1.0, (), np.float32), [0]),  # not an integer space
+        (wide, ["e2e4"]),  # ValueError
+        (wide, [None]),  # TypeError
+        (wide, [2**70]),  # OverflowError
+        (wide, [2**41]),  # outside the space
     ):
-        assert legal_choice(space, info) is None, (space, info)
+        assert legal_choice(space, legal) is None, (space, legal)
 
 
 def test_ansi_is_the_last_observation_and_other_modes_and_tools_are_refused():

@@ -30,8 +30,21 @@ def test_spaces_and_info(pong):
     assert pong.action_space == gym.spaces.Discrete(6)
     obs, info = pong.reset(seed=0)
     assert obs in pong.observation_space
-    assert {"lives", "episode_frame_number", "frame_number"} <= set(info)
+    # ALE's keys, and only what stacks: no raw JSON unless asked (raw_info=True), no screen in it then
+    assert list(info) == [
+        "seed",
+        "reward_missing",
+        "lives",
+        "episode_frame_number",
+        "frame_number",
+        "end_reason",
+    ]
+    assert info["end_reason"] == "" and info["seed"] == 0
+    raw = gym.make("openenv/atari", game="pong", raw_info=True)
+    _, info = raw.reset(seed=0)
     assert "screen" not in info["raw_observation"] and "screen_b64" not in info["raw_observation"]
+    assert info["raw_observation"]["lives"] == info["lives"]
+    raw.close()
     assert pong.unwrapped.get_action_meanings() == ["NOOP", "FIRE", "RIGHT", "LEFT", "RIGHTFIRE", "LEFTFIRE"]
 
 
@@ -124,7 +137,8 @@ def test_every_screen_encoding_decodes_to_the_same_screens(encoding):
     other.close()
 
 
-def test_screens_travel_as_deltas_by_default(pong):
+def test_screens_travel_as_deltas_by_default():
+    pong = gym.make("openenv/atari", game="pong", raw_info=True)  # the wire's own fields
     _, info = pong.reset(seed=0)
     assert info["raw_observation"]["screen_encoding"] == "zlib"  # a new episode starts whole
     pong.step(0)  # Pong's first step draws the court: a whole screen
@@ -133,6 +147,7 @@ def test_screens_travel_as_deltas_by_default(pong):
         _, _, _, _, info = pong.step(action)
         raw = info["raw_observation"]
         assert (raw["screen_encoding"], raw["screen_base"]) == ("delta", number)
+    pong.close()
 
 
 def test_a_delta_out_of_step_is_a_clear_error():
@@ -237,7 +252,7 @@ def test_unseeded_resets_continue_the_emulators_stream():
         frames = []
         for _ in range(2):
             _, info = env.reset()
-            assert info["seed"] is None
+            assert info["seed"] == -1  # the episode sent no seed of its own
             frames.append(float(sum(env.step(i % 6)[0].sum() for i in range(40))))
         return frames
 

@@ -27,6 +27,7 @@ import openenv_lab
 from openenv_lab.adapters import AtariAdapter, ChessAdapter, GenericAdapter
 from openenv_lab.render import trajectory_html
 from tests.conformance import OfficialServer, require
+from tests.helpers import info_signature
 
 pytestmark = pytest.mark.slow
 
@@ -224,9 +225,9 @@ def policy(env: gym.Env, obs: Any, masked: bool) -> Any:
 
 
 def mask_of_the_servers_list(env: gym.Env, info: dict[str, Any]) -> np.ndarray:
-    """The mask the server's own ``legal_actions`` (as ``info`` carries it, unread by the adapter's mask)
+    """The mask the server's own ``legal_actions`` (the list as it came, unread by the adapter's mask)
     says: action ``i`` is legal when the value it sends is listed."""
-    listed = {str(value) for value in info["legal_actions"]}
+    listed = {str(value) for value in env.unwrapped.adapter.legal_actions()}
     adapter = env.unwrapped.adapter
     return np.array([adapter.describe_action(i) in listed for i in range(env.action_space.n)], dtype=np.int8)
 
@@ -273,8 +274,9 @@ def test_an_official_environment_plays_through_openenv_remote(name):
             assert env.action_space == expected["action"]
         env.action_space.seed(0)
         options = expected.get("reset_options")
-        obs, _ = env.reset(seed=0, options=options)
+        obs, info = env.reset(seed=0, options=options)
         assert env.observation_space.contains(obs)
+        signature = info_signature(info)  # infos made to be stacked: the same keys and types throughout
         episodes, steps, started = 0, 0, time.perf_counter()
         limit = 50 if "episodes" in expected else None
         narrowed = 0  # steps whose mask ruled something out (a full column, a wall)
@@ -285,6 +287,7 @@ def test_an_official_environment_plays_through_openenv_remote(name):
             obs, reward, terminated, truncated, info = env.step(policy(env, obs, expected["masked"]))
             steps += 1
             assert env.observation_space.contains(obs) and np.isfinite(reward)
+            assert info_signature(info) == signature, (steps, info)
             if spec_mask and not (terminated or truncated):
                 # Guards the Spec's mask (mutation: a mask of all ones) on every step of whole games.
                 np.testing.assert_array_equal(obs["action_mask"], mask_of_the_servers_list(env, info))
@@ -292,10 +295,11 @@ def test_an_official_environment_plays_through_openenv_remote(name):
                     np.testing.assert_array_equal(obs["action_mask"], obs["board"][0] == 0)
                 narrowed += int(not obs["action_mask"].all())
             if server_name == "echo_env":
-                assert info["tool_error"] is None and info["tool_result"] is not None
+                assert info["tool_error"] == "" and info["tool_result"] != ""
             if terminated or truncated:
                 episodes += 1
-                obs, _ = env.reset(options=options)
+                obs, info = env.reset(options=options)
+                assert info_signature(info) == signature, ("reset", info)
         rate = steps / (time.perf_counter() - started)
         if spec_mask and expected.get("narrows", True):
             assert narrowed > 0, f"no step of {episodes} games ruled an action out: the mask went untested"
@@ -356,7 +360,7 @@ def test_an_mcp_tool_env_lists_its_tools_and_checks_calls_before_sending():
         assert tools[0]["input_schema"]["required"] == ["message"]
         env.reset(seed=0)
         _, _, _, _, info = env.step(env.unwrapped.tool_action("echo_with_length", message="Hello"))
-        assert info["tool_result"] == {"message": "Hello", "length": 5}
+        assert json.loads(info["tool_result"]) == {"message": "Hello", "length": 5}  # JSON text
         with pytest.raises(ValueError, match="There is no tool 'shout'"):
             env.unwrapped.tool_action("shout", message="hi")
         with pytest.raises(ValueError, match="echo_message: message: 3 is not of type 'string'"):
@@ -369,7 +373,7 @@ def test_wildfire_orders_reach_the_server_as_orders():
     the server's water drops and a firebreak one of its breaks, and a step's order reads back."""
     with OfficialServer("wildfire_env") as server, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        env = gym.make("openenv/remote", base_url=server.url)
+        env = gym.make("openenv/remote", base_url=server.url, raw_info=True)
         adapter = env.unwrapped.adapter
         obs, _ = env.reset(seed=0)
         water = adapter.action_from_json({"action": "water", "x": 3, "y": 5})
@@ -455,7 +459,8 @@ def test_an_atari_game_the_server_does_not_run_is_refused_naming_both():
 
 
 def test_a_report_card_of_the_official_atari_env_checks_observations_without_the_screen():
-    """The Atari adapter keeps the screen out of ``info["raw_observation"]`` (it is the observation), and
+    """The Atari adapter keeps the screen out of ``info["raw_observation"]`` (``raw_info=True``: it is the
+    observation), and
     the official atari_env's /schema requires it: the card checks the observations without the fields
     the adapter leaves out (a mutation that dropped them failed the check here; our own Atari server's
     schema does not require the screen, so only an official server shows it)."""

@@ -57,8 +57,8 @@ def test_an_episode_decodes_into_the_spaces(kitchen):
     obs, info = kitchen.reset(seed=0)
     assert obs in kitchen.observation_space
     assert info["reward_missing"] is True  # the server sends reward=null on reset
-    assert obs["result"] == ""  # null becomes the empty value ...
-    assert info["raw_observation"]["result"] is None  # ... and the raw value stays in info
+    assert obs["result"] == ""  # null (which the schema allows) becomes the empty value, in both
+    assert info["result"] == "" and info["seed"] == 0
     steps = 0
     terminated = truncated = False
     while not (terminated or truncated):
@@ -76,12 +76,12 @@ def test_an_episode_decodes_into_the_spaces(kitchen):
 def test_counter_gets_a_scalar_action(framework_counter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        env = gym.make("openenv/remote", base_url=framework_counter)
+        env = gym.make("openenv/remote", base_url=framework_counter, raw_info=True)
         assert env.action_space == spaces.Box(-1_000_000, 1_000_000, (), np.int64)
         env.reset(seed=0)
         obs, reward, terminated, _, info = env.step(np.array(10))
     assert int(obs["value"]) == 10 and terminated and reward == 1.0
-    assert info["metadata"] == {"step": 1}
+    assert info["metadata"] == {"step": 1} and info["raw_observation"]["value"] == 10  # as it came
     env.close()
 
 

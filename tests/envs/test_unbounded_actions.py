@@ -31,23 +31,24 @@ def test_a_listed_action_id_plays_whole_games_choosing_among_the_legal_ones(fram
     with pytest.warns(UserWarning, match=r"'action_id' is an integer without bounds") as said:
         env = gym.make("openenv/remote", base_url=framework_pile)
     message = str(said[0].message)
-    assert "random play picks from the observation's 'legal_actions'" in message
+    assert "random play picks from the observation's 'legal_actions' (adapter.legal_actions())" in message
     assert "spec=Spec('mine', action='action_id', actions=N, legal_actions='legal_actions')" in message
     try:
         assert env.action_space == WideInteger()
         # Kept, as a list of any length: nothing turned it into a mask.
         assert isinstance(env.observation_space["legal_actions"], gym.spaces.Sequence)
         obs, info = env.reset(seed=0)
-        assert info["legal_actions"] == [1, 2, 3]
+        legal = env.unwrapped.adapter.legal_actions
+        assert legal() == [1, 2, 3] and "legal_actions" not in info  # a list of any length: not stacked
         for _ in range(3):  # whole games, every move one the server listed
             terminated = False
             while not terminated:
                 assert obs in env.observation_space
                 action = random_action(env, obs, info)
-                assert int(action) in info["legal_actions"]
+                assert int(action) in legal()
                 obs, reward, terminated, truncated, info = env.step(action)
                 assert not truncated
-            assert reward in (1.0, -1.0) and info["legal_actions"] == []
+            assert reward in (1.0, -1.0) and legal() == []
             obs, info = env.reset()
     finally:
         env.close()
@@ -105,7 +106,7 @@ def test_a_plain_int_without_a_list_samples_small_values_in_one_env_or_many(fram
             assert reward == (1.0 if int(action) % 2 == 0 else 0.0)
         assert terminated
         env.reset()
-        assert env.step(np.int64(2**40))[4]["raw_observation"]["total"] == 2**40  # any int64 is sent
+        assert env.step(np.int64(2**40))[4]["total"] == 2**40  # any int64 is sent (the info's scalar)
         quietly(check_env, env.unwrapped, skip_render_check=True)
     finally:
         env.close()

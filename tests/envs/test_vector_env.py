@@ -151,7 +151,7 @@ def test_call_get_attr_and_set_attr_reach_the_sub_environments_as_sync_vector_en
 def test_set_attr_of_a_reset_option_is_sent_from_each_sub_environments_next_reset(chess_url):
     """A curriculum: the opponent of each sub-environment changes between episodes (the chess server
     says in each reset's metadata which opponent it plays)."""
-    envs = gym.make_vec("openenv/chess", num_envs=3, opponent="random", agent_color="white")
+    envs = gym.make_vec("openenv/chess", num_envs=3, opponent="random", agent_color="white", raw_info=True)
     try:
         _, infos = envs.reset(seed=0)
         assert list(infos["metadata"]["opponent"]) == ["random"] * 3
@@ -276,9 +276,8 @@ def test_slots_taken_after_the_capacity_reading_go_to_servers_with_room(monkeypa
             urls = [episode.base_url for episode in envs.episodes]
             assert urls.count(a.base_url) == 1 and urls.count(b.base_url) == 3
             envs.reset(seed=0)
-            assert envs.step(np.array(["a", "b", "c", "d"], dtype=object))[4]["raw_observation"][
-                "echoed_message"
-            ].tolist() == ["a", "b", "c", "d"]
+            infos = envs.step(np.array(["a", "b", "c", "d"], dtype=object))[4]
+            assert infos["echoed_message"].tolist() == ["a", "b", "c", "d"]
             envs.close()
         finally:
             for session in others:

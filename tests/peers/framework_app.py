@@ -244,6 +244,44 @@ class LiarEnvironment(Environment):
         return self._state
 
 
+class ShiftyAction(Action):
+    move: int = Field(..., ge=0, le=1)
+
+
+class ShiftyObservation(Observation):
+    level: int = Field(0, description="a number, the schema says, and not an optional one")
+    note: str = ""
+
+
+class ShiftyEnvironment(Environment):
+    """Four steps an episode; its second step's ``level`` is null, though the schema declares an integer
+    that cannot be null (the model is built without validation, as a careless server would)."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> ShiftyObservation:
+        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
+        return ShiftyObservation(level=0, note="start", reward=0.0, done=False, metadata={"seed": seed})
+
+    def step(self, action: ShiftyAction, timeout_s: float | None = None, **kwargs: Any) -> ShiftyObservation:
+        self._state.step_count += 1
+        count = self._state.step_count
+        fields = {"note": f"step {count}", "reward": 1.0, "done": count == 4, "metadata": {}}
+        if count == 2:
+            return ShiftyObservation.model_construct(level=None, **fields)
+        return ShiftyObservation(level=count, **fields)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+
 class ParrotAction(Action):
     message: str
 
@@ -482,6 +520,7 @@ ENVS = {
     "pile": (PileEnvironment, PileAction, PileObservation),
     "tally": (TallyEnvironment, TallyAction, TallyObservation),
     "liar": (LiarEnvironment, LiarAction, LiarObservation),
+    "shifty": (ShiftyEnvironment, ShiftyAction, ShiftyObservation),
     "ledger": (LedgerEnvironment, LedgerAction, LedgerObservation),
     "parrot": (ParrotEnvironment, ParrotAction, ParrotObservation),
     "counter": (CounterEnvironment, CounterAction, CounterObservation),

@@ -3,6 +3,8 @@ gymnasium's side of a tool environment (`openenv_lab.adapters.tools`), all again
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import pytest
 from openenv.core.mcp_client import MCPToolClient
@@ -44,14 +46,14 @@ def test_a_gymnasium_env_calls_the_tools_and_gets_errors_as_data(echo_tools_url)
         assert [tool["name"] for tool in env.unwrapped.tools] == ["echo_message", "echo_with_length"]
         env.reset(seed=0)
         _, _, terminated, truncated, info = env.step(env.unwrapped.tool_action("echo_message", message="Hey"))
-        assert info["tool_result"] == "Hey" and info["tool_error"] is None
+        assert info["tool_result"] == "Hey" and info["tool_error"] == ""  # "": no error
         assert not (terminated or truncated)
         assert env.unwrapped.tools[0]["input_schema"]["properties"]["message"]["maxLength"] == 256
         with pytest.raises(ValueError, match="echo_message"):  # refused before anything is sent
             env.unwrapped.tool_action("echo_message", message="x" * 300)
         for _ in range(5):  # random calls are valid calls
             _, _, _, _, info = env.step(env.action_space.sample())
-            assert info["tool_error"] is None, info
+            assert info["tool_error"] == "", info
 
 
 def test_a_failing_tool_answers_with_data_and_a_message_is_refused(echo_tools_url):
@@ -63,3 +65,13 @@ def test_a_failing_tool_answers_with_data_and_a_message_is_refused(echo_tools_ur
         assert reply.observation["error"]["error_type"] in ("execution_error", "invalid_args")
         with pytest.raises(ServerError):
             session.step({"message": "hello"})  # the message-echo action: the other mode of the server
+
+
+def test_tool_results_are_text(echo_tools_url):
+    """An MCP tool env's ``tool_result``: text as it came, any other value as JSON text."""
+    with gym.make("openenv/remote", base_url=echo_tools_url) as env:
+        _, info = env.reset(seed=0)
+        assert (info["tool_name"], info["tool_result"], info["tool_error"]) == ("", "", "")
+        _, _, _, _, info = env.step(env.unwrapped.tool_action("echo_with_length", message="Hey"))
+        assert json.loads(info["tool_result"]) == {"message": "Hey", "length": 3}
+        assert info["tool_name"] == "echo_with_length"

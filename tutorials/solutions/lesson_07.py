@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import chess
 from gymnasium import spaces
 
@@ -45,7 +47,7 @@ def total_length(env, words: list[str]) -> int:
     total = 0
     for word in words:
         _, _, _, _, info = env.step(env.unwrapped.tool_action("echo_with_length", message=word))
-        total += info["tool_result"]["length"]
+        total += json.loads(info["tool_result"])["length"]  # the tool's value, as JSON text
     return total
 
 
