@@ -426,6 +426,7 @@ CLIENT_STAGES = (
     "replies: read from the socket",
     "replies: JSON parsed",
     "adapters: JSON to arrays",
+    "infos: made to fit their schema",
     "batched infos",
     "observations batched (gymnasium)",
     "the policy (this benchmark's, not the client's)",
@@ -466,9 +467,10 @@ def client_stages(envs: Any, run: VectorRun, count: int) -> dict[str, float]:
         (envs._transport, "receive", CLIENT_STAGES[2]),
         (protocol, "parse_batch", CLIENT_STAGES[3]),
         *((adapter, "decode", CLIENT_STAGES[4]) for adapter in envs.adapters),
-        (vector_module, "batch_infos", CLIENT_STAGES[5]),
-        (vector_module, "concatenate", CLIENT_STAGES[6]),
-        (run, "policy", CLIENT_STAGES[7]),
+        *((episode, "conform", CLIENT_STAGES[5]) for episode in envs.episodes),
+        (vector_module, "batch_infos", CLIENT_STAGES[6]),
+        (vector_module, "concatenate", CLIENT_STAGES[7]),
+        (run, "policy", CLIENT_STAGES[8]),
     ]
     originals = [(owner, name, owner.__dict__.get(name), getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, stage in patches:
@@ -526,7 +528,8 @@ def measure(
 
     def make_vec(*args: Any, **kwargs: Any) -> Any:
         env = gym.make_vec(*args, **kwargs)
-        vectors[f"{args[0] if args[0] != 'openenv/echo' else 'echo'}, make_vec {N}"] = env
+        raw = ", raw_info" if kwargs.get("raw_info") else ""
+        vectors[f"{args[0] if args[0] != 'openenv/echo' else 'echo'}, make_vec {N}{raw}"] = env
         envs.append(env)
         return env
 
@@ -562,6 +565,14 @@ def measure(
                 f"openenv/finrl, make_vec {N}": Measured(
                     VectorRun(
                         make_vec("openenv/finrl", num_envs=N, base_url=urls["finrl"]),
+                        lambda obs: finrl_actions,
+                    ),
+                    pids["finrl"],
+                ),
+                # The infos as they were before infos were made to be stacked: the server's JSON in each.
+                f"openenv/finrl, make_vec {N}, raw_info": Measured(
+                    VectorRun(
+                        make_vec("openenv/finrl", num_envs=N, base_url=urls["finrl"], raw_info=True),
                         lambda obs: finrl_actions,
                     ),
                     pids["finrl"],
@@ -727,6 +738,11 @@ def breakdown(
     return rows
 
 
+def _family(name: str) -> str:
+    """The family of a make_vec measurement's name: ``"openenv/finrl, make_vec 16, raw_info"`` -> finrl."""
+    return name.split(",")[0].removeprefix("openenv/")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -759,10 +775,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # The raw client playing our server, as the stages' client does: the same replies to read, and the
         # same server to wake (a raw server answers from a smaller reply, or sooner).
         "raw_client_on_our_server_cpu_us": {
-            f"{name}, make_vec {N}": rates[f"raw client, our server: {family}, {N} steps a message"][
-                "client_cpu_us"
-            ]
-            for name, family in (("echo", "echo"), ("openenv/finrl", "finrl"), ("openenv/chess", "chess"))
+            name: rates[f"raw client, our server: {_family(name)}, {N} steps a message"]["client_cpu_us"]
+            for name in client
         },
     }
     print(f"Median of {args.rounds} rounds; steps per second (client / server CPU per step, us)")
@@ -816,7 +830,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = list(client)
     raw_label = "the raw client on our server, whole"
     width = max(len(raw_label), *map(len, next(iter(client.values()))))
-    print("  " + " " * width + "".join(f"{name.split(',')[0]:>16s}" for name in names))
+    print("  " + " " * width + "".join(f"{name.replace(f', make_vec {N}', ''):>16s}" for name in names))
     for group in next(iter(client.values())):
         print(f"  {group:{width}s}" + "".join(f"{client[name][group]:16.1f}" for name in names))
     raw_row = "".join(f"{report['raw_client_on_our_server_cpu_us'][name]:16.1f}" for name in names)

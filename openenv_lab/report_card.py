@@ -185,7 +185,7 @@ def check(
         checks.append(
             _openenv_validate(served) if validate else Check("openenv validate", "skip", "not asked")
         )
-        env = gym.make(env_id, base_url=url, raw_info=True, **options)  # its schema check reads the JSON
+        env = gym.make(env_id, base_url=url, **options)
         try:
             checks.append(_check_env(env))
             checks.append(_determinism(report))
@@ -352,13 +352,14 @@ def _episodes(
     endings: list[tuple[bool, bool]] = []
     after_end = None
     env.action_space.seed(0)
+    adapter = env.unwrapped.adapter  # the server's observation fields, as they came (last_observation)
     for seed in range(episodes):
         obs, info = env.reset(seed=seed)
-        observations.append(info.get("raw_observation"))
+        observations.append(dict(adapter.last_observation))
         for _ in range(max_steps):
             action = random_action(env, obs, info)
             obs, reward, terminated, truncated, info = env.step(action)
-            observations.append(info.get("raw_observation"))
+            observations.append(dict(adapter.last_observation))
             rewards.append(float(reward))
             missing.append(bool(info.get("reward_missing")))
             if terminated or truncated:
@@ -387,7 +388,7 @@ def _observation_schema(
     schema: dict[str, Any], observations: list[Any], left_out: tuple[str, ...] = ()
 ) -> Check:
     """Every observation seen against ``/schema``'s observation model (``left_out``: fields the adapter
-    keeps out of ``info["raw_observation"]``, not required there)."""
+    keeps out of what it keeps of the server's observation, not required there)."""
     name = "observation schema"
     try:
         import jsonschema

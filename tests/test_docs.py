@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 #: A measured figure: a time per step, a rate, or a ratio ("105 µs", "3,780 steps/s", "1.3-1.5x").
@@ -27,19 +29,16 @@ def typed_figures(text: str) -> list[str]:
     ]
 
 
-def test_the_benchmark_tables_are_rendered_from_the_json():
+@pytest.mark.parametrize(
+    "script",
+    [
+        "render_benchmarks.py",  # the benchmark tables, from the benchmarks' JSON
+        "render_infos.py",  # the info tables, from the adapters' declarations
+    ],
+)
+def test_the_rendered_tables_are_up_to_date(script):
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "render_benchmarks.py"), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-def test_the_info_tables_are_rendered_from_the_adapters():
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "render_infos.py"), "--check"],
+        [sys.executable, str(ROOT / "scripts" / script), "--check"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -280,7 +280,7 @@ class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
         start = time.perf_counter()
         observation, info = self.env.reset(seed=seed, options=options)
         latency = time.perf_counter() - start
-        used = info.get("seed", seed)
+        used = _seed_of(info, seed)
         self._seeds.append(used)
         self._rows.reset(0, used, latency, self._family(None, observation, info))
         return observation, info
@@ -301,7 +301,7 @@ class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
 
     def _family(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         columns = self._adapter.record(action, observation, info) if self._adapter is not None else {}
-        return {**columns, **_task_column(info)}
+        return {**columns, **_task_column(info, reset=action is None)}
 
 
 class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
@@ -361,7 +361,7 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
         for i, observation in enumerate(iterate(self.observation_space, observations)):
             if mask is None or mask[i]:
                 info = _unbatch(infos, i)
-                self._rows.reset(i, info.get("seed"), latency, self._family(i, None, observation, info))
+                self._rows.reset(i, _seed_of(info), latency, self._family(i, None, observation, info))
                 self._ended[i] = False
         return observations, infos
 
@@ -377,14 +377,14 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
         for i, observation in enumerate(iterate(self.observation_space, observations)):
             info = _unbatch(infos, i)
             if self._mode == AutoresetMode.NEXT_STEP and self._ended[i]:
-                self._rows.reset(i, info.get("seed"), latency, self._family(i, None, observation, info))
+                self._rows.reset(i, _seed_of(info), latency, self._family(i, None, observation, info))
             elif "final_obs" in info:  # SAME_STEP: the final step, then the reset that replaced it
                 final_info = info.pop("final_info", {})
                 final = self._family(i, actions_list[i], info.pop("final_obs"), final_info)
                 self._rows.step(
                     i, actions_list[i], labels[i], rewards[i], terminations[i], truncations[i], latency, final
                 )
-                self._rows.reset(i, info.get("seed"), 0.0, self._family(i, None, observation, info))
+                self._rows.reset(i, _seed_of(info), 0.0, self._family(i, None, observation, info))
             else:
                 family = self._family(i, actions_list[i], observation, info)
                 self._rows.step(
@@ -411,18 +411,25 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
     def _family(self, index: int, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         adapter = self._adapters[index]
         columns = adapter.record(action, observation, info) if adapter is not None else {}
-        return {**columns, **_task_column(info)}
+        return {**columns, **_task_column(info, reset=action is None)}
 
 
-def _task_column(info: dict[str, Any]) -> dict[str, Any]:
+def _seed_of(info: dict[str, Any], given: int | None = None) -> int | None:
+    """The seed an episode's reset used, as its info says (-1, our infos' "none": None), else ``given``."""
+    seed = info.get("seed", given)
+    return None if seed is None or (isinstance(seed, (int, np.integer)) and seed < 0) else seed
+
+
+def _task_column(info: dict[str, Any], *, reset: bool) -> dict[str, Any]:
     """``task_id``, on the reset of an episode that plays a task (`_Rows` carries it to its steps), and a
-    ``reward.<name>`` column per named reward component of the step (``info["reward_components"]``)."""
+    ``reward.<name>`` column per named reward component of a step (``info["reward_components"]``; a
+    reset's row has no reward)."""
     columns: dict[str, Any] = {}
     task = info.get("task")
-    if isinstance(task, dict) and "id" in task:
+    if reset and isinstance(task, dict) and "id" in task:
         columns["task_id"] = str(task["id"])
     components = info.get("reward_components")
-    if isinstance(components, dict):
+    if not reset and isinstance(components, dict):
         columns.update({f"reward.{name}": float(value) for name, value in components.items()})
     return columns
 
