@@ -140,6 +140,7 @@ class InfoSchema:
             raise ValueError(f"An info schema names a key twice: {names}")
         self.source = source
         self._warned: set[str] = set()
+        self._plan = _plan(self.keys)
 
     def names(self) -> list[str]:
         """The keys' names, in order."""
@@ -147,25 +148,26 @@ class InfoSchema:
 
     def conform(self, info: dict[str, Any]) -> dict[str, Any]:
         """A new info with exactly the schema's keys, each of its type (see the module docstring)."""
-        return self._conform(self.keys, info, "")
+        return self._conform(self._plan, info, "")
 
-    def _conform(self, keys: tuple[InfoKey, ...], info: dict[str, Any], prefix: str) -> dict[str, Any]:
+    def _conform(self, plan: list[_Step], info: dict[str, Any], prefix: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key in keys:
-            value = info.get(key.name, _MISSING)
-            if value is _MISSING:
-                out[key.name] = key.neutral_value()
-                continue
-            fitted = key.fit(value)
-            if fitted is _MISSING and value is None and key.nullable:
-                out[key.name] = key.neutral_value()  # a null the server's schema allows
-            elif fitted is _MISSING:
-                self._say_misfit(prefix + key.name, key, value)
-                out[key.name] = key.neutral_value()
-            elif key.kind == "dict":
-                out[key.name] = self._conform(key.keys, fitted, f"{prefix}{key.name}.")
+        get = info.get
+        for name, exact, constant, key, inner in plan:
+            value = get(name, _MISSING)
+            if type(value) is exact:  # almost every value of almost every step: already of its type
+                out[name] = value
+            elif value is _MISSING or (value is None and key.nullable):  # nothing to say / a null allowed
+                out[name] = constant if exact is not None else key.neutral_value()
             else:
-                out[key.name] = fitted
+                fitted = key.fit(value)
+                if fitted is _MISSING:
+                    self._say_misfit(prefix + name, key, value)
+                    out[name] = constant if exact is not None else key.neutral_value()
+                elif inner is not None:
+                    out[name] = self._conform(inner, fitted, f"{prefix}{name}.")
+                else:
+                    out[name] = fitted
         return out
 
     def _say_misfit(self, name: str, key: InfoKey, value: Any) -> None:
@@ -180,6 +182,27 @@ class InfoSchema:
             "not fit (said once; make the env with raw_info=True to see the server's JSON as it came)",
             stacklevel=5,
         )
+
+
+#: One key's step of `InfoSchema.conform`: its name, the Python type its values already have when they
+#: need no conversion (None for arrays and dicts, which always get one), its neutral value where that is
+#: immutable, the key, and a dict's own plan.
+_Step = tuple[str, "type | None", Any, InfoKey, "list[_Step] | None"]
+
+_EXACT = {"bool": bool, "int": int, "float": float, "str": str}
+
+
+def _plan(keys: tuple[InfoKey, ...]) -> list[_Step]:
+    return [
+        (
+            key.name,
+            _EXACT.get(key.kind),
+            key.neutral_value() if key.kind in _EXACT else None,
+            key,
+            _plan(key.keys) if key.kind == "dict" else None,
+        )
+        for key in keys
+    ]
 
 
 def markdown_table(keys: Iterable[InfoKey]) -> str:
