@@ -1,11 +1,15 @@
 """openenv_lab: OpenEnv servers as gymnasium environments, with servers, widgets and notebooks to match.
 
-Importing the package registers the ``openenv/*`` gymnasium ids:
+Importing the package registers the ``openenv/*`` gymnasium ids: one per family, and ids that say all a
+script that only takes an id needs (ALE's names for each Atari-57 game, chess against each opponent,
+FinRL's splits; ``docs/ids.md`` lists them):
 
     >>> import gymnasium as gym
     >>> import openenv_lab
-    >>> sorted(env_id for env_id in gym.registry if env_id.startswith("openenv/"))
+    >>> [env_id for env_id in gym.registry if env_id.startswith("openenv/")][:5]
     ['openenv/atari', 'openenv/chess', 'openenv/echo', 'openenv/finrl', 'openenv/remote']
+    >>> gym.spec("openenv/Pong-ram-v5").kwargs["obs_type"], gym.spec("openenv/chess-greedy").kwargs
+    ('ram', {'adapter': 'chess', 'opponent': 'greedy'})
 
 The layers, each knowing only the one below it (see ARCHITECTURE.md): `openenv_lab.client` (the wire),
 `openenv_lab.adapters` (JSON <-> spaces), `openenv_lab.envs` (gymnasium), `openenv_lab.launch` (where a

@@ -1,11 +1,12 @@
-"""Render the info tables of docs/infos.md from the adapters' own declarations (`InfoKey`).
+"""Render the tables of docs/infos.md and docs/ids.md from the code they describe.
 
-Each table sits between ``<!-- infos:NAME -->`` and ``<!-- /infos:NAME -->``, written by this script
-from the code that makes the infos, so the docs cannot say other than what an env returns:
+Each table sits between ``<!-- infos:NAME -->`` (or ``ids:NAME``) and ``<!-- /infos:NAME -->``, written by
+this script from the declarations the package runs on (the adapters' `InfoKey`s, the registration's
+`id_table`), so the docs cannot say other than what an env does:
 
-    python scripts/render_infos.py
+    python scripts/render_docs.py
 
-``--check`` writes nothing and exits with status 1 when the document differs from what it would write
+``--check`` writes nothing and exits with status 1 when a document differs from what it would write
 (the test suite runs it).
 """
 
@@ -25,54 +26,115 @@ from openenv_lab.adapters.chess import ChessAdapter  # noqa: E402
 from openenv_lab.adapters.finrl import finrl_info_keys  # noqa: E402
 from openenv_lab.adapters.generic import TOOL_INFO_KEYS  # noqa: E402
 from openenv_lab.adapters.info_schema import markdown_table  # noqa: E402
+from openenv_lab.envs.registration import (  # noqa: E402
+    ATARI_57,
+    ATARI_VARIANTS,
+    RegisteredId,
+    id_table,
+)
 from openenv_lab.envs.vector import RESTART_INFO_KEYS  # noqa: E402
 
-DOCUMENT = ROOT / "docs" / "infos.md"
 #: The default market's tickers (openenv_lab.market's synthetic data): FinRL's array's length here.
 FINRL_TICKERS = 5
-TABLES = {
-    "common": COMMON_INFO_KEYS,
-    "chess": ChessAdapter.info_keys,
-    "atari": ATARI_INFO_KEYS,
-    "atari-clipped": CLIPPED_INFO_KEYS,
-    "finrl": finrl_info_keys(FINRL_TICKERS),
-    "tools": TOOL_INFO_KEYS,
-    "restart": RESTART_INFO_KEYS,
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in rows)])
+
+
+def _ids(family: str) -> list[RegisteredId]:
+    return [row for row in id_table() if row.family == family and row.kwargs]
+
+
+def atari_ids() -> str:
+    """One row per Atari-57 game: its ALE id and its four ids."""
+    by_id = {row.env_id: row for row in _ids("atari")}
+    patterns = list(ATARI_VARIANTS)
+    rows = []
+    for game in ATARI_57:
+        ids = [f"openenv/{pattern.format(game=game)}" for pattern in patterns]
+        rows.append([f"`{by_id[ids[0]].kwargs['game']}`", *(f"`{env_id}`" for env_id in ids)])
+    return _table(["`game=`", *(f"`{pattern}`" for pattern in patterns)], rows)
+
+
+def atari_variants() -> str:
+    """What each of a game's ids sets (Pong's, as an example of every game's)."""
+    by_id = {row.env_id: row for row in _ids("atari")}
+    rows = []
+    for pattern in ATARI_VARIANTS:
+        row = by_id[f"openenv/{pattern.format(game='Pong')}"]
+        rows.append([f"`{pattern}`", ", ".join(f"`{k}={v!r}`" for k, v in row.kwargs.items() if k != "game")])
+    return _table(["id", "what it sets (beside `game`)"], rows)
+
+
+def family_ids(family: str) -> str:
+    return _table(
+        ["id", "what it sets"], [[f"`{row.env_id}`", f"`{row.describe()}`"] for row in _ids(family)]
+    )
+
+
+#: (document, block) -> the block's Markdown.
+BLOCKS = {
+    ("infos", "common"): lambda: markdown_table(COMMON_INFO_KEYS),
+    ("infos", "chess"): lambda: markdown_table(ChessAdapter.info_keys),
+    ("infos", "atari"): lambda: markdown_table(ATARI_INFO_KEYS),
+    ("infos", "atari-clipped"): lambda: markdown_table(CLIPPED_INFO_KEYS),
+    ("infos", "finrl"): lambda: markdown_table(finrl_info_keys(FINRL_TICKERS)),
+    ("infos", "tools"): lambda: markdown_table(TOOL_INFO_KEYS),
+    ("infos", "restart"): lambda: markdown_table(RESTART_INFO_KEYS),
+    ("ids", "families"): lambda: _table(
+        ["id", "family"], [[f"`{row.env_id}`", row.family] for row in id_table() if not row.kwargs]
+    ),
+    ("ids", "atari-variants"): atari_variants,
+    ("ids", "atari"): atari_ids,
+    ("ids", "chess"): lambda: family_ids("chess"),
+    ("ids", "finrl"): lambda: family_ids("finrl"),
 }
-BLOCK = re.compile(r"(<!-- infos:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /infos:(?P=name) -->)", re.S)
+DOCUMENTS = {"infos": ROOT / "docs" / "infos.md", "ids": ROOT / "docs" / "ids.md"}
 
 
-def render(text: str) -> str:
-    """``text`` with every infos block rewritten; an unknown block name is an error."""
+def render(kind: str, text: str) -> str:
+    """``text`` (the document of ``kind``) with every block of that kind rewritten; an unknown block is an
+    error."""
+    pattern = re.compile(
+        rf"(<!-- {kind}:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /{kind}:(?P=name) -->)", re.S
+    )
 
-    def table(match: re.Match[str]) -> str:
+    def block(match: re.Match[str]) -> str:
         name = match.group("name")
-        if name not in TABLES:
-            raise SystemExit(f"{DOCUMENT}: no info table named {name!r}; there are {sorted(TABLES)}")
-        return f"{match.group(1)}{markdown_table(TABLES[name])}\n{match.group(4)}"
+        if (kind, name) not in BLOCKS:
+            known = sorted(n for k, n in BLOCKS if k == kind)
+            raise SystemExit(f"{DOCUMENTS[kind]}: no {kind} table named {name!r}; there are {known}")
+        return f"{match.group(1)}{BLOCKS[kind, name]()}\n{match.group(4)}"
 
-    return BLOCK.sub(table, text)
+    missing = {n for k, n in BLOCKS if k == kind} - {m.group("name") for m in pattern.finditer(text)}
+    if missing:
+        raise SystemExit(f"{DOCUMENTS[kind]} has no block for {sorted(missing)}")
+    return pattern.sub(block, text)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the doc differs")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a doc differs")
     args = parser.parse_args(argv)
-    text = DOCUMENT.read_text()
-    rendered = render(text)
-    missing = set(TABLES) - {m.group("name") for m in BLOCK.finditer(text)}
-    if missing:
-        print(f"{DOCUMENT} has no block for {sorted(missing)}", file=sys.stderr)
+    stale = []
+    for kind, document in DOCUMENTS.items():
+        text = document.read_text()
+        rendered = render(kind, text)
+        if rendered == text:
+            continue
+        stale.append(document)
+        if not args.check:
+            temporary = document.with_suffix(".md.tmp")  # never a half-written document
+            temporary.write_text(rendered)
+            temporary.replace(document)
+            print(f"wrote {document}")
+    if stale and args.check:
+        print(
+            f"out of date: {', '.join(map(str, stale))}; run python scripts/render_docs.py", file=sys.stderr
+        )
         return 1
-    if rendered == text:
-        return 0
-    if args.check:
-        print(f"{DOCUMENT} is out of date: run python scripts/render_infos.py", file=sys.stderr)
-        return 1
-    temporary = DOCUMENT.with_suffix(".md.tmp")  # never a half-written document
-    temporary.write_text(rendered)
-    temporary.replace(DOCUMENT)
-    print(f"wrote {DOCUMENT}")
     return 0
 
 

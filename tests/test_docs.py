@@ -33,7 +33,7 @@ def typed_figures(text: str) -> list[str]:
     "script",
     [
         "render_benchmarks.py",  # the benchmark tables, from the benchmarks' JSON
-        "render_infos.py",  # the info tables, from the adapters' declarations
+        "render_docs.py",  # the info and id tables, from the code they describe
     ],
 )
 def test_the_rendered_tables_are_up_to_date(script):
