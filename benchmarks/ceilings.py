@@ -830,10 +830,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = list(client)
     raw_label = "the raw client on our server, whole"
     width = max(len(raw_label), *map(len, next(iter(client.values()))))
-    print("  " + " " * width + "".join(f"{name.replace(f', make_vec {N}', ''):>16s}" for name in names))
+    labels = [name.replace(f", make_vec {N}", "") for name in names]
+    column = max(16, *(len(label) + 2 for label in labels))
+    print("  " + " " * width + "".join(f"{label:>{column}s}" for label in labels))
     for group in next(iter(client.values())):
-        print(f"  {group:{width}s}" + "".join(f"{client[name][group]:16.1f}" for name in names))
-    raw_row = "".join(f"{report['raw_client_on_our_server_cpu_us'][name]:16.1f}" for name in names)
+        print(f"  {group:{width}s}" + "".join(f"{client[name][group]:{column}.1f}" for name in names))
+    raw_row = "".join(f"{report['raw_client_on_our_server_cpu_us'][name]:{column}.1f}" for name in names)
     print(f"  {raw_label:{width}s}{raw_row}")
     if args.json:
         write_text_atomically(args.json, json.dumps(report, indent=2) + "\n", what="the results")
