@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,12 +53,23 @@ def pytest_runtest_setup(item: pytest.Item):
         os.environ["TMPDIR"] = before
 
 
+#: The group of the tests that run alone (see `WORKER_GROUPS`).
+SOLO = "solo"
+
 #: Tests that must share one pytest-xdist worker, by the start of their node ids: the Docker tests (the
 #: images their module builds; ``prune`` removes every container of ours on the engine), the Ray tests (one
 #: cluster at a time), the builds in the checkout (setuptools writes egg-info and build/ there), and the
 #: official test files (they start servers on fixed ports: 8100-8102, 8200-8201). Each notebook is a group of
 #: its own too (its cells share one kernel).
 WORKER_GROUPS = {
+    # Tests that run alone, while no other test runs on any worker (`taking_turns`), handed out last: each
+    # server an official test_websockets.py starts has 10 s to answer, and when one misses that the file
+    # reads the running server's stderr to its end and hangs. A start (openenv and gradio imports, 3-4 s
+    # on an idle core) misses it on two cores shared by three workers.
+    "tests/envs/test_official_suites.py::test_an_official_test_file_passes_against_its_official_server"
+    "[test_websockets.py]": SOLO,
+    "tests/servers/test_official_suite.py::test_the_official_websocket_tests_of_echo_pass_on_our_mcp_echo"
+    "_server": SOLO,
     "tests/launch/test_docker.py::": "docker",
     "tests/launch/test_ray_fleet.py::": "ray",
     "tests/test_rllib.py::": "ray",
@@ -95,6 +107,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             # A module's tests stay together too: its module-scoped servers then start once, not per worker.
             return worker_group(nodeid) or nodeid.split("::", 1)[0]
 
+        def _assign_work_unit(self, node: Any) -> None:
+            # The tests that run alone go last: early on, every other worker would idle while they wait for
+            # the tests in flight to end and then run; at the end there is little left to wait for.
+            if next(iter(self.workqueue), None) == SOLO and len(self.workqueue) > 1:
+                self.workqueue.move_to_end(SOLO)
+            super()._assign_work_unit(node)
+
     return Grouped(config, log)
 
 
@@ -127,14 +146,14 @@ def taking_turns(folder: Path, solo: bool) -> Iterator[None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Under ``-n N``, a test marked ``solo`` runs with no other test running on any worker (see the
-    marker in pyproject.toml); the others run side by side as before."""
+    """Under ``-n N``, a test of the `SOLO` group runs with no other test running on any worker; the
+    others run side by side."""
     basetemp = item.config.getoption("basetemp", None)
     if "PYTEST_XDIST_WORKER" not in os.environ or not basetemp:
         yield
         return
     # pytest-xdist gives each worker a folder in the run's own: that one is shared by all of them.
-    with taking_turns(Path(basetemp).parent, solo=item.get_closest_marker("solo") is not None):
+    with taking_turns(Path(basetemp).parent, solo=worker_group(item.nodeid) == SOLO):
         yield
 
 

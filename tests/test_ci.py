@@ -132,11 +132,15 @@ def test_ci_records_a_failed_phase_and_still_prints_the_table(tmp_path):
         ("tests/test_client_install.py::test_the_readme_names_every_package_of_the_client_install", None),
         (
             "tests/envs/test_official_suites.py::test_an_official_test_file_passes_against_its_official_server[test_websockets.py]",
+            "solo",
+        ),
+        (
+            "tests/envs/test_official_suites.py::test_an_official_test_file_passes_against_its_official_server[test_maze_environment.py]",
             "official-test-files",
         ),
         (
             "tests/servers/test_official_suite.py::test_the_official_websocket_tests_of_echo_pass_on_our_mcp_echo_server",
-            "official-test-files",
+            "solo",
         ),
         ("notebooks/01_chess.ipynb::Cell 3", "notebooks/01_chess.ipynb"),
         ("tests/test_benchmarks.py::test_the_harness_runs_every_benchmark_and_writes_json", None),
@@ -146,7 +150,7 @@ def test_ci_records_a_failed_phase_and_still_prints_the_table(tmp_path):
 def test_what_cannot_share_a_worker_is_grouped_and_the_rest_is_not(nodeid, group):
     """Under ``-n N`` each group runs whole on one worker: a notebook's cells (one kernel), the Docker tests
     (shared images; prune), the Ray tests (one cluster at a time), the builds in the checkout, the official
-    test files (fixed ports). Everything else is free to go to any worker."""
+    test files (fixed ports), and the tests that run alone. Everything else is free to go to any worker."""
     assert conftest.worker_group(nodeid) == group
 
 
@@ -206,28 +210,44 @@ def spend(name):
 
 @pytest.mark.slow
 def test_a_solo_test_runs_while_no_other_test_does(tmp_path):
-    """Three workers, four modules of two ordinary tests and one module with a ``solo`` test, all starting
-    at once: the ordinary tests overlap one another, and none overlaps the solo one."""
+    """Three workers, four modules of two ordinary tests and one module of two tests in the ``solo`` group
+    (the root conftest.py's scheduler and hooks, the group added by a plugin of the test's own), all
+    starting at once: the ordinary tests overlap one another, and none overlaps a solo one."""
     for index in range(4):
         body = "".join(f"\ndef test_{n}():\n    spend('{index}.{n}')\n" for n in range(2))
         (tmp_path / f"test_ordinary_{index}.py").write_text(SOLO_RUN + body)
-    solo = "\n@pytest.mark.solo\ndef test_alone():\n    spend('solo')\n"
+    solo = "".join(f"\ndef test_alone_{n}():\n    spend('solo.{n}')\n" for n in range(2))
     (tmp_path / "test_solo.py").write_text(SOLO_RUN + solo)
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    solo: alone\n")
+    (tmp_path / "solo_setup.py").write_text(
+        "import conftest\nconftest.WORKER_GROUPS['test_solo.py::'] = 'solo'\n"
+    )
     times = tmp_path / "times.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "conftest", "-n", "3", "-p", "no:cacheprovider", "-q"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "solo_setup",
+            "-p",
+            "conftest",
+            "-n",
+            "3",
+            "-p",
+            "no:cacheprovider",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "TIMES": str(times)},
+        env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}", "TIMES": str(times)},
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     spans = {name: (began, ended) for name, began, ended in map(json.loads, times.read_text().splitlines())}
-    assert len(spans) == 9, spans
-    alone = spans.pop("solo")
-    assert all(ended <= alone[0] or began >= alone[1] for began, ended in spans.values()), (alone, spans)
+    assert len(spans) == 10, spans
+    for name in ("solo.0", "solo.1"):
+        alone = spans.pop(name)
+        assert all(ended <= alone[0] or began >= alone[1] for began, ended in spans.values()), (alone, spans)
     ordered = sorted(spans.values())
     assert any(ordered[i + 1][0] < ordered[i][1] for i in range(len(ordered) - 1)), spans  # side by side
 

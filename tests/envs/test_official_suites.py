@@ -82,13 +82,6 @@ SUITES: dict[str, dict[str, tuple[str, str]]] = {
 }
 
 
-#: The files that run alone (the ``solo`` mark): test_websockets.py gives each server it starts 10 s to
-#: answer, and when one misses that, it reads the still-running server's stderr to its end and hangs. A
-#: server's start (importing openenv and gradio: 3-4 s on an idle core) misses it on two cores shared by
-#: three workers.
-SOLO = ("test_websockets.py",)
-
-
 def outcomes(report: Path) -> dict[str, str]:
     """Test id -> passed, failed or skipped, from pytest's JUnit XML."""
     found: dict[str, str] = {}
@@ -106,9 +99,7 @@ def outcomes(report: Path) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize(
-    "suite", [pytest.param(suite, marks=pytest.mark.solo) if suite in SOLO else suite for suite in SUITES]
-)
+@pytest.mark.parametrize("suite", list(SUITES))  # test_websockets.py runs alone (conftest.py's SOLO)
 def test_an_official_test_file_passes_against_its_official_server(suite, tmp_path):
     root = require()
     python = sys.executable if suite in PROJECT_PYTHON else catalogue_python()

@@ -110,7 +110,7 @@ def test_the_official_chess_tests_pass_on_our_chess_environment_but_for_the_list
     assert failed == set(DIFFERENCES), {name: outcomes[name] for name in failed ^ set(DIFFERENCES)}
 
 
-@pytest.mark.solo  # its servers have 10 s to start (see tests/envs/test_official_suites.py's SOLO)
+# Runs alone (conftest.py's SOLO group): its servers have 10 s to start.
 def test_the_official_websocket_tests_of_echo_pass_on_our_mcp_echo_server(tmp_path):
     """Smoke, HTTP protocol, WebSocket client and echo tests: all but those of connect4 (another env) and
     the concurrency ones the file itself skips."""
