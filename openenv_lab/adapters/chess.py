@@ -206,6 +206,12 @@ class ChessAdapter(Adapter):
             info["end_reason"] = reason
             if raw.get("result") is not None:
                 info["result"] = raw["result"]
+            if truncated and not legal_moves:
+                # A game cut short (a move limit) ends in a position that still has moves, and a value
+                # bootstrapped there needs them (a masked max over none is -inf); servers send none once a
+                # game is over, so they come from the FEN.
+                legal_moves = [legal.uci() for legal in chess.Board(fen).legal_moves]
+                self._legal_list = list(legal_moves)
         observation = {
             "board": board_planes(fen),
             "action_mask": legal_mask(legal_moves, self._white_to_move),

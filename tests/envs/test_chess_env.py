@@ -94,6 +94,23 @@ def test_move_limit_truncates(chess_url):
     env.close()
 
 
+def test_a_game_cut_short_ends_in_a_position_whose_moves_the_mask_still_has(chess_url):
+    """A truncated episode's last observation is a state like any other (a value bootstrapped there takes
+    a max over its legal moves): the server sends no moves once a game is over, so they come from the FEN."""
+    env = gym.make("openenv/chess", max_moves=8)
+    obs, _ = env.reset(seed=0)
+    env.action_space.seed(0)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, info = env.step(env.action_space.sample(mask=obs["action_mask"]))
+    assert truncated and not terminated
+    adapter = env.unwrapped.adapter
+    legal = sorted(move.uci() for move in chess.Board(info["fen"]).legal_moves)
+    assert legal and sorted(adapter.legal_moves) == legal
+    assert sorted(adapter.action_to_move(i) for i in np.flatnonzero(obs["action_mask"])) == legal
+    env.close()
+
+
 def test_step_after_the_end_raises_instead_of_starting_a_new_game(chess_url):
     env = gym.make("openenv/chess", max_moves=2)
     play(env, seed=0)
