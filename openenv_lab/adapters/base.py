@@ -194,6 +194,9 @@ class Adapter(ABC):
     info_keys: tuple[InfoKey, ...] = ()
     #: Set by the env (``raw_info=``): whether each info also carries the server's JSON as it came.
     raw_info: bool = False
+    #: Set by the env (``text_info=``): whether infos keep their text keys and dicts; False leaves
+    #: numbers only (`InfoSchema.numbers_only`), what TorchRL's batched ``GymEnv`` can stack.
+    text_info: bool = True
     #: The observation fields of the last reply (set by the env before `decode`).
     last_observation: dict[str, Any] = {}  # noqa: RUF012 - read-only default; the env sets its own
     #: The reset options a vector env's ``set_attr`` may change between episodes (a curriculum's next

@@ -18,7 +18,10 @@ every info fit them:
   point (a FEN).
 
 The server's own JSON stays one argument away: ``make(..., raw_info=True)`` adds it, unchanged, as
-``info["raw_observation"]`` and ``info["metadata"]``. The tables in ``docs/infos.md`` are rendered from
+``info["raw_observation"]`` and ``info["metadata"]``. The other way, ``make(..., text_info=False)`` leaves
+numbers only (`InfoSchema.numbers_only`: no text, each dict's numbers as keys of their own), which is
+what TorchRL's batched ``GymEnv`` can stack: its info reader types each key from a first value, and text
+has no dtype there. The tables in ``docs/infos.md`` are rendered from
 these declarations (`markdown_table`).
 """
 
@@ -141,6 +144,7 @@ class InfoSchema:
         self.source = source
         self._warned: set[str] = set()
         self._plan = _plan(self.keys)
+        self._numbers = tuple(_numbers(self.keys))
 
     def names(self) -> list[str]:
         """The keys' names, in order."""
@@ -169,6 +173,26 @@ class InfoSchema:
                 else:
                     out[name] = fitted
         return out
+
+    def numbers_only(self, info: dict[str, Any]) -> dict[str, Any]:
+        """A conformed ``info`` with its numbers only: its text keys left out, and each dict's numbers
+        under keys of their own, ``{dict}_{key}`` (`number_keys` lists them).
+
+        Example:
+            >>> schema = InfoSchema([
+            ...     InfoKey("date", "str", "the day"),
+            ...     InfoKey("parts", "dict", "the reward's parts", keys=(InfoKey("costs", "float", "x"),)),
+            ... ])
+            >>> schema.numbers_only(schema.conform({"date": "2024-01-02", "parts": {"costs": -1.5}}))
+            {'parts_costs': -1.5}
+        """
+        return {
+            flat: info[name] if inner is None else info[name][inner] for flat, name, inner in self._numbers
+        }
+
+    def number_keys(self) -> list[str]:
+        """The keys of `numbers_only`'s infos, in order."""
+        return [flat for flat, _, _ in self._numbers]
 
     def _say_misfit(self, name: str, key: InfoKey, value: Any) -> None:
         if name in self._warned:
@@ -203,6 +227,17 @@ def _plan(keys: tuple[InfoKey, ...]) -> list[_Step]:
         )
         for key in keys
     ]
+
+
+def _numbers(keys: tuple[InfoKey, ...]) -> Iterable[tuple[str, str, str | None]]:
+    """`InfoSchema.numbers_only`'s plan: (its key, the info's key, the dict's key or None)."""
+    for key in keys:
+        if key.kind == "dict":
+            for inner in key.keys:
+                if inner.kind not in ("str", "dict"):
+                    yield f"{key.name}_{inner.name}", key.name, inner.name
+        elif key.kind != "str":
+            yield key.name, key.name, None
 
 
 def markdown_table(keys: Iterable[InfoKey]) -> str:

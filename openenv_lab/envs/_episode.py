@@ -126,7 +126,9 @@ class Episode:
                 stacklevel=3,
             )
         if self.task is not None:
-            self._task_info = transition.info["task"] = self._played_task(result.metadata.get("task"))
+            self._task_info = self._played_task(result.metadata.get("task"))
+            if self.adapter.text_info:  # a dict of text and numbers: not among numbers only
+                transition.info["task"] = self._task_info
         else:
             self._task_info = None
         self.needs_reset = transition.terminated or transition.truncated
@@ -201,7 +203,9 @@ class Episode:
                 url=self.base_url,
             ) from exc
         info = self.conform(transition.info)
-        if sent is not None and self._task_info is not None:
+        if not adapter.text_info:
+            info = self._schema.numbers_only(info)  # type: ignore[union-attr] - conform made it
+        elif sent is not None and self._task_info is not None:
             info["task"] = self._task_info
         if adapter.raw_info:
             info["raw_observation"] = result.observation

@@ -82,6 +82,9 @@ class OpenEnvEnv(gym.Env):
         raw_info: add the server's JSON, as it came, to every info: ``info["raw_observation"]`` (its
             observation's fields) and ``info["metadata"]``. Off by default: research code stacks infos,
             and raw JSON (nulls, lists of any length, keys that come and go) does not stack.
+        text_info: keep the infos' text keys (a FEN, a date, why an episode ended) and dicts (the FinRL
+            reward's parts). ``False`` leaves numbers only, each dict's under keys of their own
+            (``reward_components_market``): what TorchRL's batched ``GymEnv(id, num_envs=N)`` can stack.
         **adapter_options: passed to the adapter class (chess: ``opponent``, ``agent_color``...).
 
     Seeding: ``reset(seed=s)`` sends ``s`` to the server; ``reset()`` sends a seed drawn from the
@@ -128,6 +131,7 @@ class OpenEnvEnv(gym.Env):
         trust_remote_code: bool = False,
         progress: bool | None = None,
         raw_info: bool = False,
+        text_info: bool = True,
         **adapter_options: Any,
     ) -> None:
         self._owns_launcher = False
@@ -142,6 +146,7 @@ class OpenEnvEnv(gym.Env):
         self.render_mode = render_mode
         self.adapter.check_identity = check_identity
         self.adapter.raw_info = raw_info
+        self.adapter.text_info = text_info
         where = Where(base_url, launcher, image, space, token, trust_remote_code, progress)
         headers = request_headers(where, headers)
         self.launcher, self._owns_launcher = make_launcher(self.adapter, where)
@@ -162,6 +167,7 @@ class OpenEnvEnv(gym.Env):
             if self.adapter is not given:  # the generic adapter handed the server to a family's
                 self.adapter.check_identity = check_identity
                 self.adapter.raw_info = raw_info
+                self.adapter.text_info = text_info
                 self.metadata = {
                     "render_modes": list(self.adapter.render_modes),
                     "render_fps": self.adapter.render_fps,

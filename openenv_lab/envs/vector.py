@@ -119,7 +119,8 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             ``reconnect_within`` seconds (else the error is raised). The sessions are then always driven
             by an event loop thread, so that each can be replaced alone.
         reconnect_within: seconds to find new sessions after a server fails (``on_failure="restart"``).
-        render_mode, timeouts, keepalive, headers, raw_info, **adapter_options: as for `OpenEnvEnv`.
+        render_mode, timeouts, keepalive, headers, raw_info, text_info, **adapter_options: as for
+            `OpenEnvEnv`.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -159,6 +160,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         on_failure: str = "raise",
         reconnect_within: float = 60.0,
         raw_info: bool = False,
+        text_info: bool = True,
         **adapter_options: Any,
     ) -> None:
         if on_failure not in _ON_FAILURE:
@@ -187,6 +189,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         for each in self.adapters:
             each.check_identity = check_identity
             each.raw_info = raw_info
+            each.text_info = text_info
         first = self.adapters[0]
         if type(first) is not GenericAdapter:  # the generic one may hand the servers to a family's
             check_render_mode(first, render_mode)
@@ -630,6 +633,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             self.adapters[i] = adapter_for_server(given, clients[url])
             self.adapters[i].check_identity = given.check_identity
             self.adapters[i].raw_info = given.raw_info
+            self.adapters[i].text_info = given.text_info
         probing = {i: ("reset", dict(a.reset_options)) for i, a in enumerate(self.adapters) if a.needs_probe}
         first: dict[int, Reply] = {}
         if probing:

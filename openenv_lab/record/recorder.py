@@ -141,7 +141,14 @@ class _Rows:
 
 
 def _metadata(env: gym.Env | gym.vector.VectorEnv, adapter: Any) -> dict[str, Any]:
-    """What a reader needs to reproduce the recording: env, server, versions, time."""
+    """What a reader needs to reproduce the recording: env, server, versions, time (and a clear error for
+    an env whose infos cannot be recorded)."""
+    if not getattr(adapter, "text_info", True):
+        raise ValueError(
+            "This env was made with text_info=False, whose infos have numbers only; a recording needs their "
+            "text too (a replay draws the FEN, the date). Record an env made with text_info=True (the "
+            "default)."
+        )
     unwrapped = env.unwrapped
     spec = getattr(env, "spec", None) or getattr(unwrapped, "spec", None)
     info: dict[str, Any] = {

@@ -13,6 +13,7 @@ import pytest
 
 import openenv_lab
 from openenv_lab.adapters.info_schema import InfoKey, InfoSchema
+from openenv_lab.record import RecordTrajectory
 from tests.helpers import info_signature
 
 #: Each family as research code makes it, with episodes short enough to cross several ends.
@@ -155,6 +156,37 @@ def test_raw_info_adds_the_servers_json_as_it_came():
     with gym.make("openenv/chess") as env:
         _, info = env.reset(seed=0)
         assert "raw_observation" not in info and "metadata" not in info
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_text_info_false_leaves_numbers_only_on_every_step(family):
+    """What TorchRL's batched GymEnv can stack: no text, each dict's numbers under keys of their own, the
+    same keys (`InfoSchema.number_keys`) on every step of episodes, through gymnasium's SyncVectorEnv."""
+    env_id, options = FAMILIES[family]
+    envs = gym.vector.SyncVectorEnv([lambda: gym.make(env_id, text_info=False, **options) for _ in range(2)])
+    try:
+        expected = InfoSchema(schema_of(envs.envs[0])).number_keys()
+        assert expected and all(isinstance(key, str) for key in expected)
+        obs, infos = envs.reset(seed=3)
+        ends = 0
+        for _ in range(40 if family != "finrl" else 230):
+            for key in expected:
+                assert key in infos, (family, key, sorted(infos))
+                assert infos[key].dtype != object and infos[f"_{key}"].all(), (family, key, infos[key])
+            assert set(infos) - {f"_{key}" for key in expected} == set(expected), (family, sorted(infos))
+            obs, _, terminated, truncated, infos = envs.step(_actions(envs, obs))
+            ends += int(np.sum(terminated | truncated))
+        assert ends >= 1, family
+    finally:
+        envs.close()
+    if family == "finrl":
+        assert {"reward_components_market", "reward_components_costs"} <= set(expected)
+        assert "date" not in expected and "reward_components" not in expected
+
+
+def test_a_recording_needs_the_text_and_says_so():
+    with gym.make("openenv/echo", text_info=False) as env, pytest.raises(ValueError, match="text_info=True"):
+        RecordTrajectory(env)
 
 
 @pytest.mark.slow
