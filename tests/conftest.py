@@ -27,7 +27,7 @@ from tests.helpers import read_line
 
 PEERS = Path(__file__).parent / "peers"
 # Scripts run in subprocesses, not test modules (rllib_check.py: by an interpreter with RLlib).
-collect_ignore = ["peers/framework_app.py", "rllib_check.py"]
+collect_ignore = ["peers/framework_app.py", "rllib_check.py", "research_check.py"]
 
 
 @pytest.fixture(scope="session", autouse=True)

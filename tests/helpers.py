@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import queue
 import selectors
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
@@ -172,3 +174,13 @@ def info_signature(info: dict) -> dict:
         else:
             signature[key] = type(value).__name__
     return signature
+
+
+def run_check_script(python: str, script: Path, *args: str, timeout: float) -> dict:
+    """Run a check script (tests/*_check.py) with another venv's ``python``, from the repository root, and
+    return the report of its last ``RESULT {json}`` line; a failed run fails the test with its output."""
+    command = [python, str(script), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=script.parent.parent)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
+    return json.loads(lines[-1].removeprefix("RESULT "))

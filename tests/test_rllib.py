@@ -9,12 +9,12 @@ training runs in an environment of its own (``pip install -e ".[finrl,rllib]"`` 
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import run_check_script
 
 PYTHON = os.environ.get("OPENENV_LAB_RLLIB_PYTHON")
 
@@ -27,17 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
     '`pip install -e ".[finrl,rllib]"` (.ci/run makes one: RLlib pins gymnasium 1.2.2)',
 )
 def test_ppo_trains_on_finrl_and_on_masked_chess_over_a_ray_fleet():
-    root = Path(__file__).parent.parent
-    completed = subprocess.run(
-        [PYTHON, str(root / "tests" / "rllib_check.py")],
-        capture_output=True,
-        text=True,
-        timeout=840,
-        cwd=root,
-    )
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-    assert completed.returncode == 0 and lines, completed.stdout[-3000:] + completed.stderr[-5000:]
-    report = json.loads(lines[-1].removeprefix("RESULT "))
+    report = run_check_script(PYTHON, Path(__file__).parent / "rllib_check.py", timeout=840)
     assert report["doctest"]["failed"] == 0 and report["doctest"]["tried"] > 0
     assert "needs a Dict observation space" in report["unmasked_space_error"]
     for family in ("finrl", "chess"):
