@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import env_throughput
 import fleet
 import step_latency
 import vector_throughput
+from stamp import commit
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> dict:
         sections[name] = module.main(quick)
     report = {
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "cpus": os.cpu_count(),
         **sections,
     }
@@ -62,16 +62,6 @@ def main(argv: list[str] | None = None) -> dict:
         path.write_text(json.dumps(report, indent=2))
         print(f"\nResults written to {path}")
     return report
-
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ from pydantic_core import from_json, to_json
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from stamp import commit  # noqa: E402  # benchmarks/, this script's folder
+
 import openenv_lab  # noqa: E402, F401  # registers openenv/*
 from openenv_lab.envs.infos import batch_infos  # noqa: E402
 from openenv_lab.files import write_text_atomically  # noqa: E402
@@ -255,16 +257,6 @@ def cold_start(repeats: int) -> dict[str, float]:
     }
 
 
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10, cwd=ROOT
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny numbers, for smoke tests")
@@ -273,7 +265,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     number, rounds, steps, repeats = (20, 1, 50, 1) if args.quick else (2000, 3, 2000, 3)
     report: dict[str, Any] = {
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "commit": _commit(),
+        "commit": commit(),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "n": N,

@@ -37,6 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from stamp import commit  # noqa: E402  # benchmarks/, this script's folder
+
 from openenv_lab.files import write_text_atomically  # noqa: E402
 
 #: mybinder.org's memory limit per session.
@@ -214,11 +216,6 @@ def first_picture() -> dict[str, Any]:
     }
 
 
-def _commit() -> str | None:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    return done.stdout.strip() or None
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one tutorial in smoke mode, for smoke tests")
@@ -248,7 +245,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
-        "commit": _commit(),
+        "commit": commit(),
         "binder_mib": BINDER_MIB,
         "cell_seconds": args.cell_seconds,
         "notebooks": rows,
