@@ -37,14 +37,22 @@ NOTEBOOK_MEMORY = ROOT / "benchmarks" / "results" / "notebook_memory.json"
 LEVERS = ROOT / "benchmarks" / "results" / "levers.json"
 #: Written by .ci/run (scripts/ci_phases.py) on a clean clone; ci_phases.py --fast-tier adds the fast tier.
 CI = ROOT / "benchmarks" / "results" / "ci.json"
+#: Written by benchmarks/libraries.py --json, with the research libraries' venv.
+LIBRARIES = ROOT / "benchmarks" / "results" / "libraries.json"
 #: Blocks read from a JSON file of their own rather than the harness's.
 OWN_FILES = {
     "compatibility": COMPATIBILITY,
     "notebook_memory": NOTEBOOK_MEMORY,
     "levers": LEVERS,
     "test_times": CI,
+    "libraries": LIBRARIES,
 }
-DOCUMENTS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", ROOT / "docs" / "ray.md")
+DOCUMENTS = (
+    ROOT / "README.md",
+    ROOT / "ARCHITECTURE.md",
+    ROOT / "docs" / "ray.md",
+    ROOT / "docs" / "infos.md",
+)
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
 )
@@ -466,6 +474,25 @@ def levers(section: dict[str, Any]) -> str:
     )
 
 
+def libraries(section: dict[str, Any]) -> str:
+    """Steps per second each research library gets over our envs and over ALE's (benchmarks/libraries.py)."""
+    ours, ale = "openenv/Breakout-ram-v5", "ALE/Breakout-v5, RAM"
+    rows = [
+        [
+            library,
+            _number(row.get(ours)),
+            _number(row.get(ale)),
+            _ratio(row.get(ours), row.get(ale)),
+            _number(row.get("openenv/finrl")),
+            _number(row.get("openenv/chess")),
+        ]
+        for library, row in section["steps_per_s"].items()
+    ]
+    n = section["n"]
+    header = [f"steps/s, {n} envs, random actions", f"`{ours}`", f"`{ale}`", "ours / ALE"]
+    return _table([*header, "`openenv/finrl`", "`openenv/chess`"], rows)
+
+
 def _where(servers: str) -> str:
     """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
     if servers == "docker":
@@ -485,6 +512,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "notebook_memory": notebook_memory,
     "levers": levers,
     "test_times": suite_times,
+    "libraries": libraries,
 }
 
 

@@ -7,6 +7,7 @@ harness exercises all the scripts.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -305,3 +306,47 @@ def test_the_levers_script_measures_each_lever_beside_its_alternative(tmp_path):
     assert len(report["n_one"]) == 4 and all(row["steps_per_s"] > 0 for row in report["n_one"].values())
     cold = report["cold_start"]
     assert 0 < cold["import openenv_lab_s"] < cold["embedded echo server start_s"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("OPENENV_LAB_RESEARCH_PYTHON"),
+    reason="NO RESEARCH ENVIRONMENT: set OPENENV_LAB_RESEARCH_PYTHON (.ci/run makes .venv-research)",
+)
+def test_the_research_libraries_benchmark_measures_each_library_over_ours_and_ales(tmp_path):
+    path = tmp_path / "libraries.json"
+    completed = subprocess.run(
+        [
+            os.environ["OPENENV_LAB_RESEARCH_PYTHON"],
+            str(BENCHMARKS / "libraries.py"),
+            "--quick",
+            "--json",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    report = json.loads(path.read_text())
+    rates = report["steps_per_s"]
+    assert set(rates) == {
+        "gymnasium SyncVectorEnv",
+        "gymnasium AsyncVectorEnv",
+        "gym.make_vec (ours)",
+        "Stable-Baselines3 DummyVecEnv",
+        "TorchRL GymEnv(num_envs)",
+        "Tianshou Collector, SubprocVectorEnv",
+    }
+    for library, row in rates.items():
+        assert set(row) == {
+            "openenv/Breakout-ram-v5",
+            "ALE/Breakout-v5, RAM",
+            "openenv/finrl",
+            "openenv/chess",
+        }
+        for env_id, rate in row.items():
+            if library == "gym.make_vec (ours)" and env_id.startswith("ALE/"):
+                assert rate is None  # ALE's own vector env preprocesses: not the same work
+            else:
+                assert rate > 0, (library, env_id)
