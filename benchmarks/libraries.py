@@ -66,41 +66,32 @@ def _makers(env_id: str, options: dict[str, Any]) -> list[Callable[[], gym.Env]]
 
 
 def _random_steps(envs: Any, steps: int) -> float:
-    """Steps per second of a gymnasium-style vector env (``step`` of one batch of actions)."""
-    envs.reset(seed=0)
-    envs.action_space.seed(0)
-    actions = [envs.action_space.sample() for _ in range(steps + 1)]
-    envs.step(actions[0])  # warm up
-    started = time.perf_counter()
-    for batch in actions[1:]:
-        envs.step(batch)
-    return steps * N / (time.perf_counter() - started)
+    """Steps per second of a gymnasium-style vector env (``step`` of one batch of actions); closes it."""
+    try:
+        envs.reset(seed=0)
+        envs.action_space.seed(0)
+        actions = [envs.action_space.sample() for _ in range(steps + 1)]
+        envs.step(actions[0])  # warm up
+        started = time.perf_counter()
+        for batch in actions[1:]:
+            envs.step(batch)
+        return steps * N / (time.perf_counter() - started)
+    finally:
+        envs.close()
 
 
 def gymnasium_sync(env_id: str, options: dict[str, Any], steps: int) -> float:
-    envs = gym.vector.SyncVectorEnv(_makers(env_id, options))
-    try:
-        return _random_steps(envs, steps)
-    finally:
-        envs.close()
+    return _random_steps(gym.vector.SyncVectorEnv(_makers(env_id, options)), steps)
 
 
 def gymnasium_async(env_id: str, options: dict[str, Any], steps: int) -> float:
-    envs = gym.vector.AsyncVectorEnv(_makers(env_id, options))
-    try:
-        return _random_steps(envs, steps)
-    finally:
-        envs.close()
+    return _random_steps(gym.vector.AsyncVectorEnv(_makers(env_id, options)), steps)
 
 
 def make_vec(env_id: str, options: dict[str, Any], steps: int) -> float | None:
     if not env_id.startswith("openenv/"):
         return None  # ALE's own vector env preprocesses its screens: not the same work
-    envs = gym.make_vec(env_id, num_envs=N, **options)
-    try:
-        return _random_steps(envs, steps)
-    finally:
-        envs.close()
+    return _random_steps(gym.make_vec(env_id, num_envs=N, **options), steps)
 
 
 def sb3_dummy(env_id: str, options: dict[str, Any], steps: int) -> float:
