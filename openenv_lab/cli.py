@@ -22,7 +22,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from .client.spaces import SERVER_TOKEN_VARIABLE
-from .servers import BUNDLED_SERVERS, DEFAULT_IDLE_TIMEOUT
+from .ranges import Range
+from .servers import (
+    BUNDLED_SERVERS,
+    DEFAULT_IDLE_TIMEOUT,
+    LOG_LEVELS,
+    SERVE_RANGES,
+    ServeOptions,
+    ServerOption,
+)
 
 __all__ = ["main"]
 
@@ -56,41 +64,39 @@ def _parser() -> argparse.ArgumentParser:
         )
         sub.add_argument(
             "--max-sessions",
-            type=_parse_positive,
+            type=_parse_in(SERVE_RANGES["max_sessions"]),
             default=None,
             help=f"concurrent sessions allowed (default: {spec.default_max_sessions})",
         )
-        sub.add_argument(
-            "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
-        )
+        sub.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
         sub.add_argument(
             "--max-message-bytes",
-            type=_parse_positive,
+            type=_parse_in(SERVE_RANGES["max_message_bytes"]),
             default=None,
             help=f"largest WebSocket message read (default: {spec.max_message_bytes:,}; larger ones close "
             "the connection with code 1009)",
         )
         sub.add_argument(
             "--max-sessions-per-client",
-            type=_parse_positive,
+            type=_parse_in(SERVE_RANGES["max_sessions_per_client"]),
             default=None,
             help="sessions one client address may hold (default: as many as the server allows)",
         )
         sub.add_argument(
             "--max-batch",
-            type=_parse_positive,
+            type=_parse_in(SERVE_RANGES["max_batch"]),
             default=None,
             help=f"sessions one /ws/batch connection may hold (default: {spec.default_max_sessions})",
         )
         sub.add_argument(
             "--idle-timeout",
-            type=_parse_seconds,
+            type=_parse_in(SERVE_RANGES["idle_timeout"], zero=True),
             default=DEFAULT_IDLE_TIMEOUT,
             help="close a session after this many seconds without a request (default: %(default)g; 0: never)",
         )
         sub.add_argument(
             "--ping-interval",
-            type=_parse_positive_seconds,
+            type=_parse_in(SERVE_RANGES["ping_interval"]),
             default=20.0,
             help="seconds between WebSocket pings; a client silent for as long again is dropped and its "
             "sessions freed (default: %(default)g)",
@@ -117,10 +123,10 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--" + option.name.replace("_", "-"),
                 dest=option.name,
-                type=_parse_bool if option.type is bool else option.type,
+                type=_option_parser(option),
                 default=option.default,
                 choices=option.choices,
-                help=f"{option.help} (default: %(default)s)",
+                help=f"{option.help}{f', {option.range}' if option.range else ''} (default: %(default)s)",
                 **flag,
             )
         sub.add_argument(
@@ -244,21 +250,29 @@ def _parse_positive(text: str) -> int:
     return value
 
 
-def _parse_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds (0 or more), got {text!r}")
-    return value
+def _parse_in(allowed: Range, *, zero: bool = False) -> Any:
+    """An argparse type: a number in ``allowed`` (or 0, with ``zero``), else an error naming the range."""
+
+    def parse(text: str) -> float:
+        try:
+            value: float = int(text) if allowed.integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, got {text!r}") from None
+        if not (allowed.contains(value) or (zero and value == 0)):
+            also = " (or 0)" if zero else ""
+            raise argparse.ArgumentTypeError(f"expected {allowed}{also}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _parse_positive_seconds(text: str) -> float:
-    value = _parse_seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
-    return value
+def _option_parser(option: ServerOption) -> Any:
+    """The argparse type of a server's option: its type, and its range where it has one."""
+    if option.type is bool:
+        return _parse_bool
+    if option.range is not None:
+        return _parse_in(option.range)
+    return option.type
 
 
 def _parse_bool(text: str) -> bool:
@@ -289,24 +303,31 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"openenv-lab serve: {needs}", file=sys.stderr)
         return 1
     options = {name: getattr(args, name) for name in args.options}
+    try:
+        serve_options = ServeOptions(
+            log_level=args.log_level,
+            max_message_bytes=args.max_message_bytes,
+            max_sessions_per_client=args.max_sessions_per_client,
+            max_batch=args.max_batch,
+            idle_timeout=args.idle_timeout or None,
+            ping_interval=args.ping_interval,
+        )
+    except ValueError as exc:
+        print(f"openenv-lab serve: {exc}", file=sys.stderr)
+        return 2
     if args.replicas != 1:
-        return _serve_fleet(args, options)
+        return _serve_fleet(args, serve_options, options)
     try:
         run_server(
             args.server,
             host=args.host,
             port=args.port,
             max_sessions=args.max_sessions,
-            log_level=args.log_level,
             announce=args.announce,
             exit_with_parent=args.exit_with_parent,
             token=_token(args),
             open_to_all=args.no_token,
-            max_message_bytes=args.max_message_bytes,
-            max_sessions_per_client=args.max_sessions_per_client,
-            max_batch=args.max_batch,
-            idle_timeout=args.idle_timeout or None,
-            ping_interval=args.ping_interval,
+            serve_options=serve_options,
             **options,
         )
     except (OSError, ValueError) as exc:
@@ -317,8 +338,11 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_fleet(args: argparse.Namespace, options: dict[str, Any]) -> int:
-    """Several copies of a server, each its own process; prints their URLs and crashes until Ctrl+C."""
+def _serve_fleet(args: argparse.Namespace, serve_options: ServeOptions, options: dict[str, Any]) -> int:
+    """Several copies of a server, each its own process; prints their URLs and crashes until Ctrl+C.
+
+    Every flag of ``serve`` reaches every replica: the token (there by its environment, never on a command
+    line), the session and message limits, the log level and the environment's options."""
     import warnings
 
     from .client.errors import LaunchError
@@ -332,7 +356,13 @@ def _serve_fleet(args: argparse.Namespace, options: dict[str, Any]) -> int:
         return 2
     try:
         fleet = Fleet(
-            args.server, args.replicas, max_sessions=args.max_sessions, restart=args.restart, **options
+            args.server,
+            args.replicas,
+            max_sessions=args.max_sessions,
+            restart=args.restart,
+            token=_token(args),
+            serve_options=serve_options,
+            **options,
         )
     except ValueError as exc:
         print(f"openenv-lab serve: {exc}", file=sys.stderr)

@@ -15,10 +15,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CLIENT_SETTINGS", "SERVER_SETTINGS", "Preprocessing", "split_preprocessing"]
+from .ranges import Range
+
+__all__ = ["CLIENT_SETTINGS", "RANGES", "SERVER_SETTINGS", "Preprocessing", "split_preprocessing"]
 
 SERVER_SETTINGS = ("noop_max", "frame_skip", "screen_size", "terminal_on_life_loss", "grayscale_obs")
 CLIENT_SETTINGS = ("scale_obs", "grayscale_newaxis")
+#: What the numeric settings may be (`openenv_lab.ranges`): a reset's work grows with the no-ops, a
+#: step's with the frames skipped, a reply's with the screen (each side of ``screen_size``; ALE's screen
+#: is 160 x 210).
+RANGES = {"noop_max": Range(0, 1000), "frame_skip": Range(1, 100), "screen_size": Range(1, 512)}
 
 
 @dataclass(frozen=True)
@@ -50,17 +56,18 @@ class Preprocessing:
             )
         settings = {**cls().__dict__, **value}
         for name in ("noop_max", "frame_skip"):
-            if not _is_int(settings[name]) or settings[name] < (0 if name == "noop_max" else 1):
-                least = "non-negative" if name == "noop_max" else "positive"
-                raise ValueError(f"preprocessing {name} must be a {least} integer, got {settings[name]!r}")
+            RANGES[name].check(f"preprocessing {name}", settings[name])
         size = settings["screen_size"]
         if _is_int(size):
             size = (size, size)
         if not (
-            isinstance(size, (list, tuple)) and len(size) == 2 and all(_is_int(s) and s > 0 for s in size)
+            isinstance(size, (list, tuple))
+            and len(size) == 2
+            and all(RANGES["screen_size"].contains(s) for s in size)
         ):
             raise ValueError(
-                f"preprocessing screen_size must be a positive integer or [width, height], got {size!r}"
+                f"preprocessing screen_size must be {RANGES['screen_size']}, or [width, height] of two, "
+                f"got {size!r}"
             )
         for name in ("terminal_on_life_loss", "grayscale_obs"):
             if not isinstance(settings[name], bool):

@@ -1,8 +1,9 @@
-"""Render the tables of docs/infos.md and docs/ids.md from the code they describe.
+"""Render the tables of docs/infos.md, docs/ids.md and docs/options.md from the code they describe.
 
-Each table sits between ``<!-- infos:NAME -->`` (or ``ids:NAME``) and ``<!-- /infos:NAME -->``, written by
-this script from the declarations the package runs on (the adapters' `InfoKey`s, the registration's
-`id_table`), so the docs cannot say other than what an env does:
+Each table sits between ``<!-- infos:NAME -->`` (or ``ids:NAME``, ``options:NAME``) and
+``<!-- /infos:NAME -->``, written by this script from the declarations the package runs on (the
+adapters' `InfoKey`s, the registration's `id_table`, the servers' catalogue and ranges), so the docs
+cannot say other than what an env does:
 
     python scripts/render_docs.py
 
@@ -33,6 +34,9 @@ from openenv_lab.envs.registration import (  # noqa: E402
     id_table,
 )
 from openenv_lab.envs.vector import RESTART_INFO_KEYS  # noqa: E402
+from openenv_lab.preprocessing import RANGES as PREPROCESSING_RANGES  # noqa: E402
+from openenv_lab.preprocessing import Preprocessing  # noqa: E402
+from openenv_lab.servers import BUNDLED_SERVERS, SERVE_RANGES, ServeOptions  # noqa: E402
 
 #: The default market's tickers (openenv_lab.market's synthetic data): FinRL's array's length here.
 FINRL_TICKERS = 5
@@ -74,6 +78,43 @@ def family_ids(family: str) -> str:
     )
 
 
+def family_options(name: str) -> str:
+    """A server's options: the ``serve`` flags (constructor arguments) and what a reset takes."""
+    spec = BUNDLED_SERVERS[name]
+    rows = []
+    for option in (*spec.options, *spec.reset_only):
+        where = ("`--" + option.name.replace("_", "-") + "`" if option.flag else "") + (
+            (" and reset" if option.flag else "reset") if option.on_reset or not option.flag else ""
+        )
+        default = "" if option.default is None else f"`{option.default!r}`"
+        rows.append([f"`{option.name}`", where, option.describe(), default, option.help])
+    return _table(["option", "set by", "takes", "default", "what it is"], rows)
+
+
+def preprocessing_options() -> str:
+    """``reset(preprocessing={...})``'s settings on the Atari server."""
+    defaults = Preprocessing()
+    rows = []
+    for name in ("noop_max", "frame_skip", "screen_size", "terminal_on_life_loss", "grayscale_obs"):
+        takes = str(PREPROCESSING_RANGES[name]) if name in PREPROCESSING_RANGES else "true or false"
+        if name == "screen_size":
+            takes += ", or [width, height] of two"
+        rows.append([f"`{name}`", takes, f"`{getattr(defaults, name)!r}`"])
+    return _table(["setting", "takes", "default"], rows)
+
+
+def serve_options() -> str:
+    """The flags every server takes (`ServeOptions` and ``--max-sessions``)."""
+    defaults = ServeOptions()
+    rows = []
+    for name, allowed in SERVE_RANGES.items():
+        default = getattr(defaults, name, None)
+        shown = "the family's" if default is None else f"`{default!r}`"
+        extra = " (0: never)" if name == "idle_timeout" else ""
+        rows.append([f"`--{name.replace('_', '-')}`", f"{allowed}{extra}", shown])
+    return _table(["flag", "takes", "default"], rows)
+
+
 #: (document, block) -> the block's Markdown.
 BLOCKS = {
     ("infos", "common"): lambda: markdown_table(COMMON_INFO_KEYS),
@@ -90,8 +131,15 @@ BLOCKS = {
     ("ids", "atari"): atari_ids,
     ("ids", "chess"): lambda: family_ids("chess"),
     ("ids", "finrl"): lambda: family_ids("finrl"),
+    **{("options", name): (lambda name=name: family_options(name)) for name in BUNDLED_SERVERS},
+    ("options", "preprocessing"): preprocessing_options,
+    ("options", "serve"): serve_options,
 }
-DOCUMENTS = {"infos": ROOT / "docs" / "infos.md", "ids": ROOT / "docs" / "ids.md"}
+DOCUMENTS = {
+    "infos": ROOT / "docs" / "infos.md",
+    "ids": ROOT / "docs" / "ids.md",
+    "options": ROOT / "docs" / "options.md",
+}
 
 
 def render(kind: str, text: str) -> str:

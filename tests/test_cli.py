@@ -151,7 +151,8 @@ def test_serve_refuses_max_sessions_below_one(capsys):
         main(["serve", "chess", "--max-sessions", "0", "--port", "70000"])
     assert exit.value.code == 2
     assert (
-        "argument --max-sessions: expected a whole number of at least 1, got '0'" in capsys.readouterr().err
+        "argument --max-sessions: expected a whole number from 1 to 10,000, got '0'"
+        in capsys.readouterr().err
     )
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from ..client import Client, LaunchError, OpenEnvError
 from ..client.spaces import SERVER_TOKEN_VARIABLE
 from ..progress import Waiting
-from ..servers import ANNOUNCE_PREFIX, get_bundled_server
+from ..servers import ANNOUNCE_PREFIX, ServeOptions, get_bundled_server
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
 
@@ -49,6 +49,8 @@ class EmbeddedServer:
             reaches the server through its environment, never its command line.
         progress: show a start that lasts more than a couple of seconds (see `openenv_lab.progress`;
             by default where someone watches: a terminal or a notebook).
+        serve_options: how the server process runs: its log level, message and session limits
+            (`openenv_lab.servers.ServeOptions`; default: the server's own).
         **options: the server's options (e.g. ``opponent="minimax"`` for chess).
 
     Example:
@@ -68,6 +70,7 @@ class EmbeddedServer:
         host: str = "127.0.0.1",
         token: str | None = None,
         progress: bool | None = None,
+        serve_options: ServeOptions | None = None,
         **options: Any,
     ) -> None:
         spec = get_bundled_server(name)
@@ -85,6 +88,7 @@ class EmbeddedServer:
         self.host = host
         self.token = token
         self.progress = progress
+        self.serve_options = serve_options or ServeOptions()
         self.base_url: str | None = None
         self._process: subprocess.Popen[str] | None = None
         self._owner_pid = os.getpid()
@@ -111,6 +115,7 @@ class EmbeddedServer:
             args.append("--token-from-env")
         if self.max_sessions is not None:
             args += ["--max-sessions", str(self.max_sessions)]
+        args += self.serve_options.flags()
         for key, value in self.options.items():
             args += ["--" + key.replace("_", "-"), str(value)]
         return args

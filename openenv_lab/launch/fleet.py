@@ -23,6 +23,7 @@ from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
 from ..progress import Waiting
+from ..servers import ServeOptions
 from .embedded import EmbeddedServer
 
 __all__ = ["Crash", "Fleet", "fleet_of", "serve"]
@@ -61,6 +62,8 @@ class Fleet:
         progress: show a start that lasts (the bundles being placed, the replicas starting) as one
             progress line for the whole fleet (see `openenv_lab.progress`; by default where someone
             watches).
+        serve_options: how each server process runs: its log level, message and session limits
+            (`openenv_lab.servers.ServeOptions`; default: the server's own).
         **options: the server's options, the same for every replica.
 
     Example:
@@ -88,6 +91,7 @@ class Fleet:
         strategy: str = "SPREAD",
         placement_timeout: float = 60.0,
         progress: bool | None = None,
+        serve_options: ServeOptions | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
@@ -113,6 +117,7 @@ class Fleet:
                 startup_timeout=startup_timeout,
                 token=token,
                 progress=False,
+                serve_options=serve_options,
                 **options,
             )
             for _ in range(replicas)
@@ -132,6 +137,7 @@ class Fleet:
                     token=self.token,
                     max_sessions=max_sessions,
                     startup_timeout=startup_timeout,
+                    serve_options=serve_options,
                     options=options,
                 )
                 for bundle in range(replicas)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..client import LaunchError
 from ..progress import Waiting
+from ..servers import ServeOptions
 from .embedded import EmbeddedServer
 
 __all__ = ["RayPlacement", "RayServer", "ServerActor"]
@@ -159,11 +160,17 @@ class RayServer:
         token: str,
         max_sessions: int | None,
         startup_timeout: float,
+        serve_options: ServeOptions | None,
         options: dict[str, Any],
     ) -> None:
         self.name, self.placement, self.bundle, self.token = name, placement, bundle, token
         self.startup_timeout = startup_timeout
-        self._settings = {"max_sessions": max_sessions, "startup_timeout": startup_timeout, "token": token}
+        self._settings = {
+            "max_sessions": max_sessions,
+            "startup_timeout": startup_timeout,
+            "token": token,
+            "serve_options": serve_options,
+        }
         self._options = dict(options)
         self.port = 0
         self.host: str | None = None

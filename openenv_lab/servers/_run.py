@@ -10,6 +10,7 @@ Python process (or notebook kernel) that started it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import sys
@@ -18,14 +19,66 @@ import time
 from typing import Any
 
 from ..optional_imports import hidden_module
+from ..ranges import Range
 from ._auth import TOKEN_VARIABLE, TokenGate, needs_token, server_token
 from ._limits import DEFAULT_IDLE_TIMEOUT, Limits, SessionLimits
 from .catalogue import get_bundled_server
 
-__all__ = ["ANNOUNCE_PREFIX", "run_server"]
+__all__ = ["ANNOUNCE_PREFIX", "LOG_LEVELS", "SERVE_RANGES", "ServeOptions", "run_server"]
 
 ANNOUNCE_PREFIX = "OPENENV_LAB_LISTENING"
 _HARD_EXIT_AFTER = 6.0
+
+#: uvicorn's log levels, which ``--log-level`` takes.
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+#: What each server-wide number may be (``max_sessions`` and `ServeOptions`' fields; the ``serve`` flags).
+SERVE_RANGES = {
+    "max_sessions": Range(1, 10_000),
+    "max_message_bytes": Range(1024, 64 << 20),
+    "max_sessions_per_client": Range(1, 10_000),
+    "max_batch": Range(1, 10_000),
+    "idle_timeout": Range(0.01, 1e7, integer=False),
+    "ping_interval": Range(0.01, 86_400, integer=False),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeOptions:
+    """How a server process runs, apart from its environment's options and its address: the settings of
+    `run_server` (and the ``openenv-lab serve`` flags) that every replica of a fleet shares.
+
+    ``None`` is the server's own default (``idle_timeout=None``: sessions are never closed for idling).
+
+    Example:
+        >>> from openenv_lab.servers import ServeOptions
+        >>> ServeOptions(max_batch=8, idle_timeout=None).flags()
+        ['--max-batch', '8', '--idle-timeout', '0']
+    """
+
+    log_level: str = "warning"
+    max_message_bytes: int | None = None
+    max_sessions_per_client: int | None = None
+    max_batch: int | None = None
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
+    ping_interval: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"log_level must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name in SERVE_RANGES and value is not None:
+                SERVE_RANGES[field.name].check(field.name, value)
+
+    def flags(self) -> list[str]:
+        """The ``openenv-lab serve`` flags that ask for these settings (those not at their default)."""
+        flags: list[str] = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value != field.default:
+                shown = 0 if value is None else value  # --idle-timeout 0: never
+                flags += ["--" + field.name.replace("_", "-"), str(shown)]
+        return flags
 
 
 def run_server(
@@ -34,42 +87,36 @@ def run_server(
     host: str = "127.0.0.1",
     port: int = 8000,
     max_sessions: int | None = None,
-    log_level: str = "warning",
     announce: bool = False,
     exit_with_parent: bool = False,
     token: str | None = None,
     open_to_all: bool = False,
-    max_message_bytes: int | None = None,
-    max_sessions_per_client: int | None = None,
-    max_batch: int | None = None,
-    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
-    ping_interval: float = 20.0,
+    serve_options: ServeOptions | None = None,
     **options: Any,
 ) -> None:
     """Serve the bundled server ``name`` until interrupted (blocking).
 
     A ``host`` other than loopback requires a token on every request (see `openenv_lab.servers._auth`):
     ``token``, else ``$OPENENV_LAB_TOKEN``, else one generated and printed; ``open_to_all`` serves
-    everyone instead. ``max_message_bytes`` caps the WebSocket messages it reads (default: the server's
-    own, `BundledServer.max_message_bytes`). ``max_sessions_per_client``, ``max_batch`` (default: its
-    ``max_sessions``, at most the family's default, for which its message limit is sized) and
-    ``idle_timeout`` (seconds; None: never) are the session limits of `openenv_lab.servers._limits`;
-    ``ping_interval`` is how often the server pings each WebSocket (a client that does not answer within
-    as long again is dropped and its sessions freed)."""
+    everyone instead. `ServeOptions` says the rest: ``max_message_bytes`` caps the WebSocket messages it
+    reads (default: the server's own, `BundledServer.max_message_bytes`); ``max_sessions_per_client``,
+    ``max_batch`` (default: its ``max_sessions``, at most the family's default, for which its message
+    limit is sized) and ``idle_timeout`` (seconds; None: never) are the session limits of
+    `openenv_lab.servers._limits`; ``ping_interval`` is how often the server pings each WebSocket (a
+    client that does not answer within as long again is dropped and its sessions freed)."""
     import uvicorn
 
+    settings = serve_options or ServeOptions()
+    if max_sessions is not None:
+        SERVE_RANGES["max_sessions"].check("max_sessions", max_sessions)
     _import_jsonschema_without_iri_format()
     bundled = get_bundled_server(name)
     app = bundled.make_app(max_sessions=max_sessions, **options)
-    if max_message_bytes is not None and max_message_bytes < 1:
-        raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
-    if ping_interval <= 0:
-        raise ValueError(f"ping_interval must be positive, got {ping_interval}")
     default = bundled.default_max_sessions
     limits = Limits(
-        per_client=max_sessions_per_client,
-        idle_timeout=idle_timeout,
-        max_batch=max_batch or min(max_sessions or default, default),
+        per_client=settings.max_sessions_per_client,
+        idle_timeout=settings.idle_timeout,
+        max_batch=settings.max_batch or min(max_sessions or default, default),
     )
     app.state.limits = limits  # read by GET /capacity
     app = SessionLimits(app, limits)
@@ -86,13 +133,13 @@ def run_server(
     # is a column of benchmarks/vector_throughput.py).
     config = uvicorn.Config(
         app,
-        log_level=log_level,
+        log_level=settings.log_level,
         timeout_graceful_shutdown=3,
         lifespan="on",
         ws="websockets-sansio",
-        ws_max_size=max_message_bytes or bundled.max_message_bytes,
-        ws_ping_interval=ping_interval,
-        ws_ping_timeout=ping_interval,
+        ws_max_size=settings.max_message_bytes or bundled.max_message_bytes,
+        ws_ping_interval=settings.ping_interval,
+        ws_ping_timeout=settings.ping_interval,
     )
     if announce:
         banner = f"{ANNOUNCE_PREFIX} {url}"

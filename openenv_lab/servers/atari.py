@@ -48,13 +48,15 @@ from ..screen_delta import changed_pixels, pack_delta
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
 from .atari_preprocessing import Preprocessing, Preprocessor
+from .catalogue import BUNDLED_SERVERS
 
 __all__ = ["AtariAction", "AtariEnvironment", "AtariObservation", "AtariState", "available_games", "make_app"]
 
-OBS_TYPES = ("rgb", "grayscale", "ram")
-SCREEN_ENCODINGS = ("json", "raw", "zlib", "delta")
+#: The options and their ranges (the catalogue declares them once).
+SPEC = BUNDLED_SERVERS["atari"]
+SCREEN_ENCODINGS: tuple[str, ...] = SPEC.option("screen_encoding").choices or ()
 #: gymnasium's ALE/...-v5 limit: 108,000 frames (30 minutes of play at 60 frames per second).
-DEFAULT_MAX_FRAMES = 108_000
+DEFAULT_MAX_FRAMES = SPEC.option("max_num_frames_per_episode").default
 
 
 @functools.lru_cache(maxsize=1)
@@ -155,17 +157,8 @@ class AtariEnvironment(ServerEnvironment):
         **settings: Any,
     ) -> AtariObservation:
         unknown = set(settings) - set(self._defaults)
-        if unknown:
-            raise ValueError(
-                f"Unknown reset option(s) {sorted(unknown)}; the Atari server takes seed, episode_id, "
-                f"screen_encoding, preprocessing and {', '.join(self._defaults)}"
-            )
-        if screen_encoding not in SCREEN_ENCODINGS:
-            raise ValueError(
-                f"screen_encoding must be one of {', '.join(SCREEN_ENCODINGS)}, got {screen_encoding!r}"
-            )
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        SPEC.refuse_unknown(unknown)
+        SPEC.check(seed=seed, screen_encoding=screen_encoding)
         chosen = {**self._defaults, **{k: v for k, v in settings.items() if v is not None}}
         _check_settings(chosen)
         prepared = None if preprocessing is None else Preprocessing.from_request(preprocessing)
@@ -420,18 +413,7 @@ def _check_settings(settings: dict[str, Any]) -> None:
         close = difflib.get_close_matches(str(game).lower(), available_games(), n=3)
         hint = f"Did you mean {' or '.join(map(repr, close))}? " if close else ""
         raise ValueError(f"Unknown game {game!r}. {hint}Available games: {', '.join(available_games())}")
-    if settings["obs_type"] not in OBS_TYPES:
-        raise ValueError(f"obs_type must be one of {', '.join(OBS_TYPES)}, got {settings['obs_type']!r}")
-    if not isinstance(settings["frameskip"], int) or settings["frameskip"] < 1:
-        raise ValueError(f"frameskip must be a positive integer, got {settings['frameskip']!r}")
-    probability = settings["repeat_action_probability"]
-    if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
-        raise ValueError(f"repeat_action_probability must be between 0 and 1, got {probability!r}")
-    if (
-        not isinstance(settings["max_num_frames_per_episode"], int)
-        or settings["max_num_frames_per_episode"] < 0
-    ):
-        raise ValueError("max_num_frames_per_episode must be a non-negative integer (0: no limit)")
+    SPEC.check(**{name: value for name, value in settings.items() if name != "game"})
 
 
 def make_app(

@@ -53,6 +53,7 @@ from pydantic import Field
 
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
+from .catalogue import BUNDLED_SERVERS
 from .chess_opponents import MAX_DEPTH, OPPONENTS, STOCKFISH_MISSING, Opponent, find_stockfish, make_opponent
 from .chess_tasks import TASKS
 
@@ -60,7 +61,8 @@ __all__ = ["ChessAction", "ChessEnvironment", "ChessObservation", "ChessState", 
 
 ILLEGAL_MOVE_REWARD = -0.1
 _SEARCHING_OPPONENTS = frozenset({"minimax", "moonfish", "stockfish"})
-COLOURS = ("white", "black", "random")
+#: The options and their ranges (the catalogue declares them once).
+SPEC = BUNDLED_SERVERS["chess"]
 #: Who defends a task's position unless the reset names an opponent.
 TASK_OPPONENT = "minimax"
 
@@ -155,11 +157,8 @@ class ChessEnvironment(ServerEnvironment):
         index: int | None = None,
         **unknown: Any,
     ) -> ChessObservation:
-        if unknown:
-            raise ValueError(
-                f"Unknown reset option(s) {sorted(unknown)}; the chess server takes seed, episode_id, "
-                "fen, agent_color, opponent, opponent_depth, max_moves, gamma, split and index"
-            )
+        SPEC.refuse_unknown(unknown)
+        SPEC.check(seed=seed)
         task = _task(split, index, fen, agent_color, opponent)
         if task is not None:
             fen = task["fen"]
@@ -184,8 +183,6 @@ class ChessEnvironment(ServerEnvironment):
         )
         self._gamma = float(settings["gamma"])
         self._agent_moves = 0
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
 
         board = _board_from_fen(fen)
         self._rng = random.Random(seed)
@@ -399,20 +396,13 @@ def _check_options(
 ) -> None:
     if opponent not in OPPONENTS:
         raise ValueError(f"Unknown opponent {opponent!r}; choose one of {', '.join(OPPONENTS)}")
+    SPEC.check(agent_color=agent_color, opponent_depth=opponent_depth, max_moves=max_moves, gamma=gamma)
     if opponent == "stockfish" and find_stockfish() is None:
         raise ValueError(STOCKFISH_MISSING)
-    if agent_color not in COLOURS:
-        raise ValueError(f"agent_color must be one of {', '.join(COLOURS)}, got {agent_color!r}")
-    if not isinstance(opponent_depth, int) or opponent_depth < 1:
-        raise ValueError(f"opponent_depth must be a positive integer, got {opponent_depth!r}")
     if opponent_depth > MAX_DEPTH.get(opponent, opponent_depth):
         raise ValueError(
             f"opponent_depth for {opponent} is at most {MAX_DEPTH[opponent]}, got {opponent_depth}"
         )
-    if not isinstance(max_moves, int) or max_moves < 1:
-        raise ValueError(f"max_moves must be a positive integer, got {max_moves!r}")
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be a discount factor in [0, 1], got {gamma!r}")
 
 
 def _task(

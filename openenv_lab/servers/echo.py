@@ -18,8 +18,12 @@ from pydantic import Field
 
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
+from .catalogue import BUNDLED_SERVERS
 
 __all__ = ["EchoAction", "EchoEnvironment", "EchoObservation", "make_app"]
+
+#: The options and their ranges (the catalogue declares them once).
+SPEC = BUNDLED_SERVERS["echo"]
 
 
 class EchoAction(Action):
@@ -39,8 +43,7 @@ class EchoEnvironment(ServerEnvironment):
     NAME = "echo"
 
     def __init__(self, max_steps: int = 100) -> None:
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        SPEC.check(max_steps=max_steps)
         super().__init__()
         self.max_steps = max_steps
         self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
@@ -48,10 +51,8 @@ class EchoEnvironment(ServerEnvironment):
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, **unknown: Any
     ) -> EchoObservation:
-        if unknown:
-            raise ValueError(
-                f"Unknown reset option(s) {sorted(unknown)}; the echo server takes seed and episode_id"
-            )
+        SPEC.refuse_unknown(unknown)
+        SPEC.check(seed=seed)
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         return EchoObservation(reward=0.0, metadata={"seed": seed} if seed is not None else {})
 

@@ -25,8 +25,12 @@ from pydantic import Field
 
 from ._app import build_app, import_openenv_server
 from ._base import Observation, ServerEnvironment, State
+from .catalogue import BUNDLED_SERVERS
 
 __all__ = ["EchoToolsEnvironment", "make_app"]
+
+#: The options and their ranges (the catalogue declares them once).
+SPEC = BUNDLED_SERVERS["echo"]
 
 _env_server = import_openenv_server()
 MAX_LENGTH = 256
@@ -65,10 +69,8 @@ class EchoToolsEnvironment(_env_server.MCPEnvironment, ServerEnvironment):
         self._update_state(step_count=self._state.step_count + 1)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **unknown: Any) -> Observation:
-        if unknown:
-            raise ValueError(
-                f"Unknown reset option(s) {sorted(unknown)}; the echo server takes seed and episode_id"
-            )
+        SPEC.refuse_unknown(unknown)
+        SPEC.check(seed=seed)
         self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
         metadata: dict[str, Any] = {"status": "ready", "tools": ["echo_message", "echo_with_length"]}
         if seed is not None:

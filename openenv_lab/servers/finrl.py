@@ -45,10 +45,14 @@ from ..market.data import (
 from ..market.trading import StockTradingSimulator, TradingConfig
 from ._app import build_app
 from ._base import Action, Observation, ServerEnvironment, State
+from .catalogue import BUNDLED_SERVERS
 
 __all__ = ["FinRLAction", "FinRLEnvironment", "FinRLObservation", "Market", "make_app"]
 
-SPLITS = ("train", "trade", "all")
+#: The options and their ranges (the catalogue declares them once).
+SPEC = BUNDLED_SERVERS["finrl"]
+
+SPLITS: tuple[str, ...] = SPEC.option("split").choices or ()
 DEFAULT_TRADE_START = "2021-01-01"
 
 
@@ -142,15 +146,8 @@ class FinRLEnvironment(ServerEnvironment):
         random_start: bool = False,
         **unknown: Any,
     ) -> FinRLObservation:
-        if unknown:
-            raise ValueError(
-                f"Unknown reset option(s) {sorted(unknown)}; the FinRL server takes seed, episode_id, "
-                "split and random_start"
-            )
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        SPEC.refuse_unknown(unknown)
+        SPEC.check(seed=seed, split=split, random_start=random_start)
         data = self._market.splits[split]
         if split != self._split:
             self._sim = StockTradingSimulator(data, self._market.config)
@@ -252,6 +249,7 @@ def load_market(
 
 def make_app(max_sessions: int = 64, **options: Any) -> Any:
     """The FastAPI app of the FinRL server, with ``GET /config``; ``options`` go to `load_market`."""
+    SPEC.check(**options)
     market = load_market(**options)
     app = build_app(
         functools.partial(FinRLEnvironment, market),

@@ -89,7 +89,9 @@ def test_the_server_stops_when_the_python_process_is_killed():
 
 @pytest.mark.slow
 def test_a_server_that_fails_to_start_reports_its_output():
-    with pytest.raises(LaunchError, match="opponent_depth must be a positive integer") as caught:
+    with pytest.raises(
+        LaunchError, match="--opponent-depth: expected a whole number from 1 to 30, got '0'"
+    ) as caught:
         EmbeddedServer("chess", opponent_depth=0, startup_timeout=60).start()
     assert "exited with status" in str(caught.value)
 
@@ -101,7 +103,9 @@ def test_a_refused_option_is_reported_in_one_line():
     ) as caught:
         EmbeddedServer("chess", opponent="bogus", startup_timeout=60).start()
     assert "usage:" not in str(caught.value)  # argparse's error line, not its whole usage text
-    with pytest.raises(LaunchError, match="max_steps must be at least 1, got 0"):
+    with pytest.raises(
+        LaunchError, match="--max-steps: expected a whole number from 1 to 1,000,000,000, got '0'"
+    ):
         EmbeddedServer("echo", max_steps=0, startup_timeout=60).start()  # at start, not at the first step
 
 

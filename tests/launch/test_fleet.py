@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -79,7 +81,10 @@ def test_without_restart_a_crash_is_reported_and_the_server_stays_down():
 @pytest.mark.slow
 def test_a_fleet_that_cannot_start_stops_what_it_started():
     fleet = Fleet("chess", replicas=2, opponent_depth=0, startup_timeout=60)
-    with pytest.raises(LaunchError, match=r"(?s)2 of 2 chess servers failed to start.*opponent_depth"):
+    with pytest.raises(
+        LaunchError,
+        match=r"(?s)2 of 2 chess servers failed to start.*opponent-depth: expected a whole number from 1",
+    ):
         fleet.start()
     assert not any(server.running for server in fleet.servers)
 
@@ -115,13 +120,18 @@ def test_fleet_servers_die_with_a_killed_parent():
     assert wait_for(lambda: not any(alive(pid) for pid in pids), timeout=15)
 
 
-@pytest.mark.slow
-def test_cli_serves_replicas_until_interrupted():
+@contextlib.contextmanager
+def fleet_cli(
+    *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """``openenv-lab serve echo --port 0 --replicas 2 ARGS``: the process and its replicas' URLs; Ctrl+C
+    at the end of the block must stop it with status 0 (it is killed if it did not)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "openenv_lab", "serve", "echo", "--port", "0", "--replicas", "2"],
+        [sys.executable, "-m", "openenv_lab", "serve", "echo", "--port", "0", "--replicas", "2", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
         # As from a terminal: Ctrl+C is not ignored (a child inherits an ignored SIGINT from its parent,
         # e.g. from a CI runner that started the suite in the background).
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -130,19 +140,75 @@ def test_cli_serves_replicas_until_interrupted():
         header = read_line(process, timeout=120)
         assert header.startswith("2 echo servers"), header or "no output"
         # Printed right after the header (which may have buffered them already): plain reads cannot hang.
-        urls = [process.stdout.readline().strip() for _ in range(2)]
-        for url in urls:
-            with Client(url) as client:
-                assert client.health()["status"] == "healthy"
+        yield process, [process.stdout.readline().strip() for _ in range(2)]
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.slow
+def test_cli_serves_replicas_until_interrupted():
+    with fleet_cli() as (_, urls):
+        for url in urls:
+            with Client(url) as client:
+                assert client.health()["status"] == "healthy"
     for url in urls:
         with pytest.raises(openenv_lab.ConnectError):
             Session(url)
+
+
+@pytest.mark.slow
+def test_cli_replicas_get_every_flag_of_serve():
+    """``serve --replicas`` once passed only --max-sessions and the environment's options on: each flag is
+    checked here on each replica, by what the server does where a client can see it (the token, the
+    session and batch limits, the message limit, the environment's option), and by its command line for
+    the rest (log level, pings, idle timeout)."""
+    import psutil
+
+    flags = {
+        "--max-sessions": "5",
+        "--max-sessions-per-client": "1",
+        "--max-batch": "3",
+        "--max-message-bytes": "70000",
+        "--idle-timeout": "45",
+        "--ping-interval": "7",
+        "--log-level": "info",
+        "--max-steps": "2",
+    }
+    args = ["--token-from-env", *(part for flag in flags.items() for part in flag)]
+    with fleet_cli(*args, env=dict(os.environ, OPENENV_LAB_TOKEN="fleet-secret")) as (process, urls):
+        headers = {"Authorization": "Bearer fleet-secret"}
+        for url in urls:
+            with pytest.raises(openenv_lab.ConnectError, match="needs credentials"):  # the token is required
+                Session(url)
+            with Client(url, headers=headers) as client:
+                capacity = client.capacity()
+            assert (capacity["max_sessions"], capacity["max_batch"]) == (5, 3)
+            with Session(url, headers=headers) as session:
+                with pytest.raises(openenv_lab.ServerError, match="--max-sessions-per-client"):
+                    Session(url, headers=headers)
+                session.reset()
+                assert session.step({"message": "a"}).done is False
+                assert session.step({"message": "b"}).done is True  # --max-steps 2
+            # The slot comes back once the server has ended the session (after the close, not with it).
+            assert wait_for(lambda url=url: Client(url, headers=headers).capacity()["active_sessions"] == 0)
+            with (
+                Session(url, headers=headers) as session,
+                pytest.raises(openenv_lab.OpenEnvError, match=r"1009|too big|larger"),
+            ):  # --max-message-bytes 70000 closes the connection with 1009
+                session.step({"message": "x" * 80_000})
+        replicas = psutil.Process(process.pid).children()
+        assert len(replicas) == 2
+        for replica in replicas:
+            line = replica.cmdline()
+            for flag, value in flags.items():
+                given = line[line.index(flag) + 1]
+                assert given == value or float(given) == float(value), (flag, line)
+            assert "--token-from-env" in line
+            assert "fleet-secret" not in " ".join(line), "the token travels in the environment only"
 
 
 @pytest.mark.slow

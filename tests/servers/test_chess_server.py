@@ -210,7 +210,7 @@ def test_bad_reset_options_are_errors_not_silence():
         env.reset(fen="not a fen")
     with pytest.raises(ValueError, match=r"fen must be a position in FEN \(text\), got 123"):
         env.reset(fen=123)
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match="seed must be a whole number from 0 to"):
         env.reset(seed=-1)
 
 

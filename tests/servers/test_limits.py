@@ -195,3 +195,25 @@ def test_fifty_idle_tcp_connections_do_not_stop_a_normal_client():
             sock.close()
         process.terminate()
         process.wait(10)
+
+
+def test_serve_options_refuse_what_no_server_could_honour_and_name_it():
+    from openenv_lab.servers import ServeOptions
+
+    for bad, name in [
+        ({"max_batch": 0}, "max_batch"),
+        ({"max_message_bytes": 1.5}, "max_message_bytes"),
+        ({"max_sessions_per_client": True}, "max_sessions_per_client"),
+        ({"idle_timeout": 0}, "idle_timeout"),
+        ({"ping_interval": float("inf")}, "ping_interval"),
+        ({"log_level": "loud"}, "log_level"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            ServeOptions(**bad)
+    assert ServeOptions().flags() == []  # the defaults need no flag
+    assert ServeOptions(log_level="debug", ping_interval=5).flags() == [
+        "--log-level",
+        "debug",
+        "--ping-interval",
+        "5",
+    ]
