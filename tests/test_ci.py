@@ -169,6 +169,9 @@ def test_every_grouped_test_exists():
     for start in conftest.WORKER_GROUPS:
         assert any(nodeid.startswith(start) for nodeid in nodeids), start
     assert any(conftest.worker_group(nodeid) == "ray" for nodeid in nodeids if "test_readme" in nodeid)
+    units = {conftest.worker_group(nodeid) or nodeid.split("::", 1)[0] for nodeid in nodeids}
+    missing = [unit for unit in conftest.LONGEST_FIRST if unit not in units]
+    assert not missing, f"LONGEST_FIRST names units no test belongs to: {missing}"
 
 
 @pytest.mark.slow
@@ -194,6 +197,23 @@ def test_a_group_runs_on_one_worker_and_each_module_on_one():
             workers.setdefault(found.group(2), set()).add(found.group(1))
     assert [len(workers[module]) for module in ("tests/launch/test_docker.py", *others)] == [1, 1, 1], workers
     assert len(set().union(*workers.values())) == 3, workers  # three units of work, three workers
+
+
+@pytest.mark.slow
+def test_the_longest_units_are_handed_out_first():
+    """One worker, so the order it runs units in is the order they are handed out: the Docker group
+    (in LONGEST_FIRST) before two modules of more tests, which pytest-xdist alone would hand out first."""
+    docker = [
+        f"tests/launch/test_docker.py::{name}"
+        for name in ("test_launcher_arguments_are_checked", "test_no_engine_is_one_clear_sentence")
+    ]
+    others = ["tests/test_machine.py", "tests/test_progress.py"]
+    command = [sys.executable, "-m", "pytest", "-n", "1", "-v", "-p", "no:cacheprovider", *others, *docker]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    ran = [m.group(1) for m in re.finditer(r"\[gw0\] .*PASSED (\S+?)::", done.stdout)]
+    assert ran[:2] == ["tests/launch/test_docker.py"] * 2, ran
+    assert "docker" in conftest.LONGEST_FIRST and len(ran) > 2 * len(docker)
 
 
 SOLO_RUN = """
