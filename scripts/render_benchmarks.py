@@ -39,6 +39,8 @@ LEVERS = ROOT / "benchmarks" / "results" / "levers.json"
 CI = ROOT / "benchmarks" / "results" / "ci.json"
 #: Written by benchmarks/libraries.py --json, with the research libraries' venv.
 LIBRARIES = ROOT / "benchmarks" / "results" / "libraries.json"
+#: Written by benchmarks/isolation.py --json.
+ISOLATION = ROOT / "benchmarks" / "results" / "isolation.json"
 #: Blocks read from a JSON file of their own rather than the harness's.
 OWN_FILES = {
     "compatibility": COMPATIBILITY,
@@ -46,12 +48,14 @@ OWN_FILES = {
     "levers": LEVERS,
     "test_times": CI,
     "libraries": LIBRARIES,
+    "isolation": ISOLATION,
 }
 DOCUMENTS = (
     ROOT / "README.md",
     ROOT / "ARCHITECTURE.md",
     ROOT / "docs" / "ray.md",
     ROOT / "docs" / "infos.md",
+    ROOT / "docs" / "options.md",
 )
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
@@ -493,6 +497,21 @@ def libraries(section: dict[str, Any]) -> str:
     return _table([*header, "`openenv/finrl`", "`openenv/chess`"], rows)
 
 
+def isolation(section: dict[str, Any]) -> str:
+    """Steps per second with steps on worker threads and on the event loop (benchmarks/isolation.py)."""
+    rows = [
+        [
+            f"`openenv/{name.split(',')[0]}`," + name.split(",", 1)[1],
+            _number(row["threads_steps_per_s"]),
+            _number(row["inline_steps_per_s"]),
+            f"{row['threads_over_inline']:.2f}x",
+        ]
+        for name, row in section["rows"].items()
+    ]
+    header = ["random actions", "steps/s, worker threads (default)", "steps/s, `--inline-steps`", "ratio"]
+    return _table(header, rows)
+
+
 def _where(servers: str) -> str:
     """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
     if servers == "docker":
@@ -513,6 +532,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "levers": levers,
     "test_times": suite_times,
     "libraries": libraries,
+    "isolation": isolation,
 }
 
 

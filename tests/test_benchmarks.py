@@ -350,3 +350,24 @@ def test_the_research_libraries_benchmark_measures_each_library_over_ours_and_al
                 assert rate is None  # ALE's own vector env preprocesses: not the same work
             else:
                 assert rate > 0, (library, env_id)
+
+
+@pytest.mark.slow
+def test_the_isolation_benchmark_measures_threads_against_inline_steps_for_each_family(tmp_path):
+    path = tmp_path / "isolation.json"
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "isolation.py"), "--quick", "--json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
+    rows = json.loads(path.read_text())["rows"]
+    assert set(rows) == {
+        f"{family}, {n}" for family in ("echo", "finrl", "chess") for n in ("16 envs", "1 env")
+    }
+    for row in rows.values():
+        assert row["threads_steps_per_s"] > 0 and row["inline_steps_per_s"] > 0
+        assert row["threads_over_inline"] == pytest.approx(
+            row["threads_steps_per_s"] / row["inline_steps_per_s"], rel=0.01
+        )

@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect  # resolved by name: FastAPI reads the annotation
@@ -98,11 +99,31 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             else:
                 reply = error(f"Unknown message type: {kind}", "UNKNOWN_TYPE")
             return reply
-        except ValidationError as exc:
+        except Exception as exc:
+            return refusal(exc)
+
+    def refusal(exc: Exception) -> dict[str, Any]:
+        """The error reply of a request the environment or the models refused, as ``/ws`` words it."""
+        if isinstance(exc, ValidationError):
             errors = json.loads(exc.json(include_url=False))
             return error("Invalid message", "VALIDATION_ERROR", errors=errors)
+        return error(str(exc), "EXECUTION_ERROR")
+
+    def ours(env: Any) -> bool:
+        """Whether ``env`` is one of our environments, whose steps `step_here` runs."""
+        return isinstance(getattr(env, "inline_steps", None), bool)
+
+    def step_here(session_id: str, env: Any, data: Any) -> dict[str, Any]:
+        """A step of one of our environments, run where this is called: the connection's worker thread (one
+        hop for all of a batch's steps), or the event loop for a server started with ``--inline-steps``."""
+        if not isinstance(data, dict) or not data:
+            return error('The request needs a "data" object (the action, for a step)', "VALIDATION_ERROR")
+        try:
+            observation = env.step(deserialize_action(data, action_cls))
+            touch(session_id, stepped=True)
+            return {"type": "observation", "data": serialize_observation(observation)}
         except Exception as exc:
-            return error(str(exc), "EXECUTION_ERROR")
+            return refusal(exc)
 
     def touch(session_id: str, *, stepped: bool) -> None:
         """What the framework's ``_update_session_activity`` does (the time the idle reaper reads, and the
@@ -118,13 +139,6 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
         if stepped:
             fields["step_count"] += 1
 
-    def inline(env: Any) -> bool:
-        """Whether the env's next step runs on the event loop (our environments' quick steps)."""
-        if type(env).step_async is Environment.step_async:
-            return False  # the framework's default: the session's worker thread
-        step_in_thread = getattr(env, "step_in_thread", None)
-        return not (callable(step_in_thread) and step_in_thread())
-
     def check(sessions: list[tuple[str, Any]], entries: Any) -> str | None:
         """What is wrong with a batch as a whole (checked before any of it runs), or None."""
         if not isinstance(entries, list):
@@ -139,27 +153,44 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             seen.add(index)
         return None
 
-    async def run(sessions: list[tuple[str, Any]], entries: list[dict[str, Any]]) -> str:
+    async def run(sessions: list[tuple[str, Any]], entries: list[dict[str, Any]], thread: Any) -> str:
         replies: list[dict[str, Any]] = [{}] * len(entries)
-        waiting = []  # requests that may leave the event loop (resets, steps in threads): run together
+        steps = []  # our environments' steps: one hop to the connection's thread for all of them
+        # Requests that leave the event loop otherwise (resets; steps that wait on an engine process, each
+        # on its session's thread so that the engines think side by side): run beside them.
+        waiting = []
         for k, entry in enumerate(entries):
             session_id, env = sessions[entry["session"]]
             kind, data = entry.get("type"), entry.get("data")
             data = {} if data is None and kind != "step" else data
-            if kind == "state" or (kind == "step" and inline(env)):
+            if kind == "step" and ours(env) and env.inline_steps:
+                replies[k] = step_here(session_id, env, data)
+            elif kind == "step" and ours(env) and not env.step_waits_elsewhere():
+                steps.append((k, session_id, env, data))
+            elif kind == "state":
                 replies[k] = await handle(session_id, env, kind, data)  # no suspension: as a plain call
             else:
                 waiting.append((k, handle(session_id, env, kind, data)))
+        if steps:
+            loop = asyncio.get_running_loop()
+            stepped = loop.run_in_executor(thread, lambda: [step_here(*step[1:]) for step in steps])
+            waiting.append((-1, stepped))
         if waiting:
-            done = await asyncio.gather(*(coroutine for _, coroutine in waiting))
+            done = await asyncio.gather(*(awaitable for _, awaitable in waiting))
             for (k, _), reply in zip(waiting, done, strict=True):
-                replies[k] = reply
+                if k >= 0:
+                    replies[k] = reply
+                else:  # the steps' replies, in the order they were sent
+                    for (index, *_), step_reply in zip(steps, reply, strict=True):
+                        replies[index] = step_reply
         return strict_json({"type": "batch", "data": replies})  # one serialisation for the whole batch
 
     @app.websocket(BATCH_ROUTE)
     async def batch_endpoint(websocket: WebSocket) -> None:
         await websocket.accept()
         sessions: list[tuple[str, Any]] = []
+        # Where this connection's steps run: a slow one holds up this connection only.
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-steps")
         try:
             try:
                 count = int(websocket.query_params.get("sessions", "1"))
@@ -211,7 +242,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 if problem is not None:
                     await send(websocket, error(problem, "VALIDATION_ERROR"))
                     continue
-                await websocket.send_text(await run(sessions, message["data"]))
+                await websocket.send_text(await run(sessions, message["data"], thread))
         except WebSocketDisconnect:
             pass
         except Exception as exc:  # as /ws: say what happened, then end the sessions
@@ -222,6 +253,7 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 destroy = asyncio.gather(*(server._destroy_session(sid) for sid, _ in sessions))
                 with contextlib.suppress(BaseException):
                     await asyncio.shield(destroy)
+            thread.shutdown(wait=False)  # a step still running ends on its own; its reply is dropped
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await websocket.close()
 

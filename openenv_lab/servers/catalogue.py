@@ -257,21 +257,9 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
             ),
         ),
         reset_only=(
+            ServerOption("mode", int, None, "the game's mode: one of those the game has", flag=False),
             ServerOption(
-                "mode",
-                int,
-                None,
-                "the game's mode (the game says which it has)",
-                range=Range(0, 255),
-                flag=False,
-            ),
-            ServerOption(
-                "difficulty",
-                int,
-                None,
-                "the game's difficulty (the game says which it has)",
-                range=Range(0, 255),
-                flag=False,
+                "difficulty", int, None, "the game's difficulty: one of those the game has", flag=False
             ),
             ServerOption(
                 "screen_encoding",

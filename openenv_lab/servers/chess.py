@@ -60,7 +60,6 @@ from .chess_tasks import TASKS
 __all__ = ["ChessAction", "ChessEnvironment", "ChessObservation", "ChessState", "make_app"]
 
 ILLEGAL_MOVE_REWARD = -0.1
-_SEARCHING_OPPONENTS = frozenset({"minimax", "moonfish", "stockfish"})
 #: The options and their ranges (the catalogue declares them once).
 SPEC = BUNDLED_SERVERS["chess"]
 #: Who defends a task's position unless the reset names an opponent.
@@ -278,8 +277,8 @@ class ChessEnvironment(ServerEnvironment):
     ) -> list[dict[str, Any]]:
         return TASKS.get_task_range(split, start, stop)
 
-    def step_in_thread(self) -> bool:
-        return self._opponent_key[0] in _SEARCHING_OPPONENTS  # milliseconds to seconds of search
+    def step_waits_elsewhere(self) -> bool:
+        return self._opponent_key[0] == "stockfish"  # a process of its own thinks
 
     def describe(self) -> str:
         return (

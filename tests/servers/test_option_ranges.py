@@ -30,7 +30,7 @@ REFUSED = [
     ("atari", {"frameskip": 1, "preprocessing": {"frame_skip": 10**6}}, "frame_skip", "from 1 to 100"),
     ("atari", {"max_num_frames_per_episode": 2**40}, "max_num_frames_per_episode", "2,147,483,647"),
     ("atari", {"repeat_action_probability": 1.5}, "repeat_action_probability", "a number from 0 to 1"),
-    ("atari", {"mode": 10**12}, "mode", "from 0 to 255"),
+    ("atari", {"mode": 10**12}, "mode", "pong has no mode 1000000000000; its modes are 0, 1"),
     ("atari", {"frameskip": 2.5}, "frameskip", "a whole number"),
     ("atari", {"seed": 2**70}, "seed", "from 0 to 18,446,744,073,709,551,615"),
     ("chess", {"max_moves": 10**12}, "max_moves", "from 1 to 100,000"),
@@ -51,7 +51,11 @@ def servers() -> dict[str, str]:
 
 
 #: Numbers bounded otherwise than by a range, and by what.
-BOUNDED_OTHERWISE = {("chess", "index"): "the size of its split (chess_tasks.TaskSet.get_task)"}
+BOUNDED_OTHERWISE = {
+    ("chess", "index"): "the size of its split (chess_tasks.TaskSet.get_task)",
+    ("atari", "mode"): "the game's own modes (ALE's getAvailableModes)",
+    ("atari", "difficulty"): "the game's own difficulties (ALE's getAvailableDifficulties)",
+}
 
 
 def test_every_number_a_server_takes_has_a_range():
@@ -61,7 +65,9 @@ def test_every_number_a_server_takes_has_a_range():
                 assert option.range is not None, f"{spec.name}'s {option.name} has no range"
             assert option.default is None or option.check(option.default) is None  # defaults fit
     assert {"noop_max", "frame_skip", "screen_size"} <= set(PREPROCESSING_RANGES) <= set(SERVER_SETTINGS)
-    numeric = {f.name for f in dataclasses.fields(ServeOptions) if f.name != "log_level"}
+    numeric = {
+        f.name for f in dataclasses.fields(ServeOptions) if f.name not in ("log_level", "inline_steps")
+    }
     assert numeric | {"max_sessions"} == set(SERVE_RANGES)
     for field in dataclasses.fields(ServeOptions):
         if field.name in SERVE_RANGES and field.default is not None:
