@@ -60,6 +60,8 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
     from pydantic import ValidationError
     from pydantic_core import to_json
 
+    from ._base import ServerEnvironment
+
     sessions_info = getattr(server, "_session_info", {})
 
     def strict_json(reply: dict[str, Any]) -> str:
@@ -110,8 +112,10 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
         return error(str(exc), "EXECUTION_ERROR")
 
     def ours(env: Any) -> bool:
-        """Whether ``env`` is one of our environments, whose steps `step_here` runs."""
-        return isinstance(getattr(env, "inline_steps", None), bool)
+        """Whether ``env`` steps as our environments do (`step_here` runs its steps). Not one whose class
+        puts another ``step_async`` first: the MCP environments' routes their tool calls on the event loop,
+        where their MCP session lives, and a plain ``step`` on a thread would wait on that loop forever."""
+        return type(env).step_async is ServerEnvironment.step_async
 
     def step_here(session_id: str, env: Any, data: Any) -> dict[str, Any]:
         """A step of one of our environments, run where this is called: the connection's worker thread (one

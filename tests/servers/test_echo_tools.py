@@ -56,6 +56,20 @@ def test_a_gymnasium_env_calls_the_tools_and_gets_errors_as_data(echo_tools_url)
             assert info["tool_error"] == "", info
 
 
+def test_a_vector_env_calls_the_tools_over_one_batch_connection(echo_tools_url):
+    """The MCP environment's own step_async runs its tool calls on the event loop, where its MCP session
+    lives: /ws/batch must leave it there (a plain step on a worker thread waited on that loop forever)."""
+    envs = gym.make_vec("openenv/remote", num_envs=2, base_url=echo_tools_url)
+    try:
+        envs.reset(seed=0)
+        action = envs.unwrapped.single_action_space.sample()
+        for _ in range(3):
+            *_, infos = envs.step([action, action])
+            assert list(infos["tool_error"]) == ["", ""], infos
+    finally:
+        envs.close()
+
+
 def test_a_failing_tool_answers_with_data_and_a_message_is_refused(echo_tools_url):
     with Client(echo_tools_url) as client, client.session() as session:
         session.reset()
