@@ -106,10 +106,14 @@ def preprocessing_options() -> str:
 def serve_options() -> str:
     """The flags every server takes (`ServeOptions` and ``--max-sessions``)."""
     defaults = ServeOptions()
+    unset = {
+        "max_sessions_per_client": "no limit",
+        "max_batch": "`--max-sessions`, at most the family's",
+    }
     rows = []
     for name, allowed in SERVE_RANGES.items():
         default = getattr(defaults, name, None)
-        shown = "the family's" if default is None else f"`{default!r}`"
+        shown = unset.get(name, "the family's") if default is None else f"`{default!r}`"
         extra = " (0: never)" if name == "idle_timeout" else ""
         rows.append([f"`--{name.replace('_', '-')}`", f"{allowed}{extra}", shown])
     return _table(["flag", "takes", "default"], rows)
