@@ -232,7 +232,9 @@ def test_a_port_in_use_is_replaced_by_a_free_one(engine, chess_image):
 
 
 def test_a_container_that_fails_to_start_shows_its_logs(engine, chess_image):
-    with pytest.raises(LaunchError, match=r"(?s)exited with status 1.*opponent_depth must be a positive"):
+    with pytest.raises(
+        LaunchError, match=r"(?s)exited with status 2.*--opponent-depth: expected a whole number from 1 to 30"
+    ):
         DockerServer("chess", opponent_depth=0).start()
     assert not [
         c for c in containers(engine) if c.labels.get(f"{LABEL}.owner", "").endswith(f":{os.getpid()}")
