@@ -4,8 +4,9 @@ Where steps run decides whether one session can stall the others. A step on the 
 up every session of the server (and ``/health``, and the WebSocket pings) until it returns, however cheap
 the session's steps were before. So every step runs on a worker thread of its session (``/ws``) or of its
 connection (``/ws/batch``, where one hop carries the whole batch), as the official server's do: a step
-that is slow for a reason nobody predicted stalls only its own session. The hop costs tens of
-microseconds per message (``benchmarks/isolation.py`` measures it); a server whose every environment is
+that is slow for a reason nobody predicted stalls only its own session. The hop costs about 70 to 170
+microseconds per message on 2 cores (``benchmarks/isolation.py`` measures what it does to steps per
+second); a server whose every environment is
 trusted to be cheap can run steps on the loop instead (`ServerEnvironment.inline_steps`, the ``serve``
 flag ``--inline-steps``). Resets run on worker threads too (the framework's).
 

@@ -61,8 +61,8 @@ class ServeOptions:
     max_batch: int | None = None
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     ping_interval: float = 20.0
-    #: Steps on the event loop rather than a worker thread of each session: a little faster for cheap
-    #: steps, but while one session steps every other waits (`openenv_lab.servers._base`).
+    #: Steps on the event loop rather than a worker thread of each session: faster for cheap steps
+    #: (benchmarks/isolation.py), but while one session steps every other waits (`openenv_lab.servers._base`).
     inline_steps: bool = False
 
     def __post_init__(self) -> None:
