@@ -1,4 +1,5 @@
-"""Research libraries' own loops over our ids: TorchRL, Tianshou and RL Zoo, as their users write them.
+"""Research libraries' own loops over our ids: TorchRL, Tianshou, RL Zoo and Minari, as their users write
+them.
 
 Run by the interpreter of a venv that has them (``$OPENENV_LAB_RESEARCH_PYTHON``; .ci/run makes it:
 Tianshou pins pandas below 3, which the main test environment's is not), one library per call:
@@ -257,7 +258,51 @@ def rl_zoo_loops() -> dict[str, Any]:
     return report
 
 
-LOOPS = {"torchrl": torchrl_loops, "tianshou": tianshou_loops, "rl_zoo": rl_zoo_loops}
+def minari_loops() -> dict[str, Any]:
+    """Minari 0.5: its own ``DataCollector(env, record_infos=True)`` over chess, Breakout's RAM and FinRL,
+    two episodes each, made into a dataset (arrow storage) and loaded back with ``minari.load_dataset``:
+    the episodes, steps and info keys it kept."""
+    import minari
+    from minari import DataCollector
+
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ["MINARI_DATASETS_PATH"] = folder
+        for family in ("chess", "atari", "finrl"):
+            env_id, options = FAMILIES[family]
+            env = DataCollector(gym.make(env_id, **options), record_infos=True, data_format="arrow")
+            env.action_space.seed(0)
+            rng = np.random.default_rng(0)
+            for episode in range(2):
+                observation, _ = env.reset(seed=episode)
+                done = False
+                while not done:
+                    if isinstance(observation, dict) and "action_mask" in observation:
+                        action: Any = int(rng.choice(np.flatnonzero(observation["action_mask"])))
+                    else:
+                        action = env.action_space.sample()
+                    observation, _, terminated, truncated, _ = env.step(action)
+                    done = terminated or truncated
+            env.create_dataset(dataset_id=f"openenv/{family}-collected-v0", algorithm_name="random")
+            env.close()
+            dataset = minari.load_dataset(f"openenv/{family}-collected-v0")
+            episodes = list(dataset.iterate_episodes())
+            report[family] = {
+                "episodes": dataset.total_episodes,
+                "steps": dataset.total_steps,
+                "info_keys": sorted(episodes[0].infos),
+                "info_lengths_match": all(
+                    len(values) == len(episode.actions) + 1
+                    for episode in episodes
+                    for values in episode.infos.values()
+                    if not isinstance(values, dict)
+                ),
+                "env_id": dataset.spec.env_spec.id,
+            }
+    return report
+
+
+LOOPS = {"torchrl": torchrl_loops, "tianshou": tianshou_loops, "rl_zoo": rl_zoo_loops, "minari": minari_loops}
 
 
 def main() -> None:

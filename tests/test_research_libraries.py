@@ -1,4 +1,5 @@
-"""TorchRL, Tianshou and RL Zoo run our ids through their own vector machinery, across episode ends.
+"""TorchRL, Tianshou and RL Zoo run our ids through their own vector machinery, across episode ends; Minari's
+DataCollector records them.
 
 Tianshou 2.0 pins pandas below 3, which the main test environment's is not, so the loops run in a venv
 of their own (``pip install "openenv-lab[atari,finrl]" torchrl tianshou rl_zoo3``; .ci/run makes it)
@@ -35,9 +36,13 @@ pytestmark = [
     pytest.mark.skipif(
         not PYTHON,
         reason="NO RESEARCH ENVIRONMENT: set OPENENV_LAB_RESEARCH_PYTHON to the python of a venv with "
-        '`pip install -e ".[atari,finrl]" torchrl tianshou rl_zoo3` (.ci/run makes one)',
+        '`pip install -e ".[atari,finrl]" torchrl tianshou rl_zoo3 "minari[create,arrow]"` '
+        "(.ci/run makes one)",
     ),
 ]
+
+
+FAMILY_IDS = {"chess": "openenv/chess", "atari": "openenv/Breakout-ram-v5", "finrl": "openenv/finrl"}
 
 
 def run(library: str) -> dict:
@@ -80,3 +85,15 @@ def test_rl_zoo_trains_on_our_ids_with_gym_packages():
         assert run_["returncode"] == 0, run_["output"]
         assert run_["episodes"] >= 2, (name, run_["episodes"], run_["output"])  # its Monitor logged ends
         assert len(run_["models"]) == 1 and run_["models"][0].endswith(".zip"), run_["models"]
+
+
+def test_minaris_data_collector_records_our_infos_and_loads_them_back():
+    report = run("minari")
+    for family in ("chess", "atari", "finrl"):
+        collected = report[family]
+        assert collected["episodes"] == 2 and collected["steps"] >= 2, collected
+        assert collected["info_lengths_match"], collected  # one info per observation, every step alike
+        assert collected["env_id"] == FAMILY_IDS[family]
+    assert {"fen", "illegal_move", "end_reason"} <= set(report["chess"]["info_keys"])
+    assert {"lives", "episode_frame_number"} <= set(report["atari"]["info_keys"])
+    assert {"date", "portfolio_value", "reward_components"} <= set(report["finrl"]["info_keys"])

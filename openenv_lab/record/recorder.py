@@ -5,12 +5,14 @@
 own columns come from the adapter (``describe_action``, ``record``), so OpenEnv environments record their
 FENs, screens or portfolio values, and any other gymnasium environment still records the common columns.
 
-With ``path=...`` the recording is saved (atomically: written beside, then renamed) each time an episode
-ends, and also by ``close()``, at interpreter exit, and when Ctrl+C interrupts a ``reset`` or ``step``, so
-nothing recorded is lost. The rows of an episode still in progress then have ``cut_short`` true (its
-``terminated``/``truncated`` stay as they really were: false). The path is checked when the wrapper is
-made; a save that still fails (a full disk) raises from ``step`` saying so, and the rows stay in
-``.trajectory``.
+With ``path=...`` the rows are saved each time an episode ends: only the rows recorded since the last save,
+appended as a part beside the file (`openenv_lab.record.parts`), after which they leave memory, so a long
+run costs the same per episode from its first to its last and its memory stays flat. ``close()``,
+interpreter exit and Ctrl+C in a ``reset`` or ``step`` also write the whole recording to ``path`` (one
+Parquet file, streamed from the parts, written beside and renamed), so nothing recorded is lost. The rows
+of an episode still in progress then have ``cut_short`` true (its ``terminated``/``truncated`` stay as
+they really were: false). The path is checked when the wrapper is made; a save that still fails (a full
+disk) raises from ``step`` saying so, and the rows not saved stay in ``.trajectory``.
 
 An action is described (``action_label``) before it is sent, since the description may depend on the
 state (a chess move's SAN); an action the environment refuses gets the environment's own error.
@@ -19,6 +21,7 @@ state (a chess move's SAN); an action the environment refuses gets the environme
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import json
 import platform
@@ -39,7 +42,9 @@ from gymnasium.vector.utils import iterate
 
 from ..client import OpenEnvError
 from ..files import check_writable
-from .trajectory import Trajectory
+from . import observations as stored
+from .parts import PartsWriter
+from .trajectory import Trajectory, with_cut_short, with_seeds
 
 __all__ = ["RecordTrajectory", "RecordVectorTrajectory"]
 
@@ -47,15 +52,14 @@ _PACKAGES = ("openenv-lab", "gymnasium", "numpy", "polars", "openenv", "chess", 
 
 
 class _Rows:
-    """The rows recorded so far, and the bookkeeping of episodes, steps and returns per sub-environment."""
+    """The rows recorded and not yet written, and the bookkeeping of episodes, steps and returns per
+    sub-environment."""
 
     def __init__(self, action_space: spaces.Space[Any]) -> None:
         self.rows: list[dict[str, Any]] = []
         self.integer_actions = isinstance(action_space, spaces.Discrete)
         self.episodes = 0
         self.current: dict[int, tuple[int, int, float]] = {}  # env index -> (episode, step, return)
-        self.open: set[int] = set()  # episodes in progress (not ended)
-        self.unsaved = False  # rows added since the last save
         self.tasks: dict[int, str] = {}  # env index -> the id of the task its episode plays
 
     def reset(self, index: int, seed: Any, latency: float, family: dict[str, Any]) -> None:
@@ -64,11 +68,7 @@ class _Rows:
             self.tasks[index] = family["task_id"]
         episode = self.episodes
         self.episodes += 1
-        if index in self.current:
-            self.open.discard(self.current[index][0])  # a reset before the end: that episode stops here
         self.current[index] = (episode, 0, 0.0)
-        self.open.add(episode)
-        self.unsaved = True
         self.rows.append(
             {
                 "env_index": index,
@@ -100,9 +100,6 @@ class _Rows:
         if index not in self.current:
             raise gym.error.ResetNeeded("Reset the environment before stepping it: nothing is being recorded")
         episode, step, total = self.current[index]
-        self.unsaved = True
-        if terminated or truncated:
-            self.open.discard(episode)
         if index in self.tasks:
             family = {**family, "task_id": self.tasks[index]}
         total += float(reward)
@@ -132,11 +129,16 @@ class _Rows:
         return json.dumps(action, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v))
 
     def table(self) -> pl.DataFrame:
-        """The rows, with ``cut_short``: whether the row's episode was still in progress."""
+        """The rows not yet written (``cut_short`` is added when they are read: `with_cut_short`)."""
+        if not self.rows:
+            return pl.DataFrame()
         schema = {"action": pl.Int64 if self.integer_actions else pl.Utf8, "seed": pl.Int64}
-        table = pl.DataFrame(self.rows, schema_overrides=schema, infer_schema_length=None)
-        if table.height:
-            table = table.with_columns(pl.col("episode").is_in(sorted(self.open)).alias("cut_short"))
+        return pl.DataFrame(self.rows, schema_overrides=schema, infer_schema_length=None)
+
+    def take(self) -> pl.DataFrame:
+        """The rows not yet written, which leave memory."""
+        table = self.table()
+        self.rows = []
         return table
 
 
@@ -186,18 +188,120 @@ def _jsonable(value: Any) -> Any:
 
 
 class _SavesWhatItHas:
-    """``close()``, interpreter exit and Ctrl+C save what was recorded since the last save (with a path)."""
+    """Where the rows go: memory only, or (with a path) parts appended at each episode's end and the whole
+    file at the stops (``close()``, interpreter exit, Ctrl+C, ``save()``)."""
 
-    path: Path | None
+    _path: Path | None
     _rows: _Rows
+    _parts: PartsWriter | None
+    _moved_from: PartsWriter | None  # the parts of the path before ``path`` was changed, not moved yet
+    _whole: int  # parts in the file at ``path`` (the last time it was written)
+    _observation_space: spaces.Space[Any] | None  # kept observations' space (None: not kept)
 
-    def _start_saving(self) -> None:
+    def _start_saving(self, path: str | Path | None) -> None:
+        self._path, self._parts, self._moved_from = None, None, None
+        self.path = path
         _UNSAVED.add(self)
+
+    @property
+    def path(self) -> Path | None:
+        """Where the recording is saved (None: memory only). Set it to another file after a failed save:
+        the next save moves the parts saved so far there."""
+        return self._path
+
+    @path.setter
+    def path(self, path: str | Path | None) -> None:
+        path = check_writable(path, "the recording") if path is not None else None
+        parts = PartsWriter(path) if path is not None else None
+        if self._parts is not None and self._parts.started:
+            if self._moved_from is not None:  # moved twice before a save: those parts are still first
+                self._parts.finish()
+            else:
+                self._moved_from = self._parts
+        self._path, self._parts, self._whole = path, parts, 0
+
+    def _metadata_now(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _keep_observations(
+        self, keep: bool, observation_space: spaces.Space[Any], action_space: spaces.Space[Any]
+    ) -> dict[str, Any]:
+        """With ``keep``, check that observations can be stored and say how (the metadata's spaces)."""
+        self._observation_space = observation_space if keep else None
+        if not keep:
+            return {}
+        stored.check_storable(observation_space)
+        spaces_json = {"observation_space": stored.space_to_json(observation_space)}
+        with contextlib.suppress(NotImplementedError):  # text actions: JSON text in the action column
+            spaces_json["action_space"] = stored.space_to_json(action_space)
+        return spaces_json
+
+    def _observation(self, observation: Any) -> dict[str, Any]:
+        if self._observation_space is None:
+            return {}
+        return {"observation": stored.encode(self._observation_space, observation)}
+
+    def _rows_now(self) -> pl.LazyFrame:
+        """Every row so far, with ``cut_short``: the parts written, then the rows in memory."""
+        written = [
+            parts.scan() for parts in (self._moved_from, self._parts) if parts is not None and parts.started
+        ]
+        if not written:
+            return with_cut_short(self._rows.table().lazy())
+        if self._rows.rows:
+            written.append(self._rows.table().lazy())
+        return with_cut_short(pl.concat(written, how="diagonal_relaxed"))
+
+    @property
+    def trajectory(self) -> Trajectory:
+        """Everything recorded so far, including the episode in progress (read back from the parts
+        already written: for a long recording, `openenv_lab.load_trajectory` reads lazily instead)."""
+        table = self._rows_now().collect()
+        return Trajectory(table, with_seeds(self._metadata_now(), table.lazy()))
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Save the recording now, as one Parquet file (to ``path``, or the wrapper's own)."""
+        target = path or self.path
+        if target is None:
+            raise ValueError(f"No path: pass one to save() or to {type(self).__name__}(env, path=...)")
+        if self.path is not None and Path(target) == self.path:
+            self._save_whole(final=False)
+            return self.path
+        if self._moved_from is not None or (self._parts is not None and self._parts.started):  # streamed
+            rows = self._rows_now()
+            return Trajectory(rows, with_seeds(self._metadata_now(), rows)).save(target)
+        return self.trajectory.save(target)
+
+    def _append(self) -> None:
+        """Write the rows in memory as the next part (the end of an episode)."""
+        assert self._parts is not None
+        moved = self._moved_from
+        if moved is not None:  # the path changed: everything saved at the old one comes first, once
+            rows = pl.concat([moved.scan(), self._rows.table().lazy()], how="diagonal_relaxed").collect()
+            self._parts.append(rows, self._metadata_now())
+            self._rows.rows, self._moved_from = [], None
+            moved.finish()
+        elif self._rows.rows:
+            self._parts.append(self._rows.table(), self._metadata_now())
+            self._rows.rows = []
+
+    def _save_whole(self, *, final: bool) -> None:
+        """Append what is in memory, then write the whole recording to ``path`` (unless it holds every
+        part already); ``final``: the recording ends, its parts folder goes."""
+        assert self._parts is not None and self.path is not None
+        self._append()
+        if self._parts.started and self._whole != self._parts.written:
+            rows = self._rows_now()
+            Trajectory(rows, with_seeds(self._metadata_now(), rows)).save(self.path)
+            self._whole = self._parts.written
+        if final:
+            self._parts.finish()
+            self._whole = 0
 
     def save_unsaved(self) -> None:
         """Save now if a path is set and rows were recorded since the last save."""
-        if self.path is not None and self._rows.unsaved:
-            _autosave(self, self.path)  # type: ignore[arg-type]
+        if self.path is not None:
+            _autosave(self, lambda: self._save_whole(final=False))
 
     def _guarded(self, call: Callable[[], Any]) -> Any:
         try:
@@ -210,7 +314,8 @@ class _SavesWhatItHas:
         """Close the environment, saving first what is not saved yet (a failed save is a warning: the
         rows stay in ``.trajectory``, to save elsewhere)."""
         try:
-            self.save_unsaved()
+            if self.path is not None:
+                _autosave(self, lambda: self._save_whole(final=True))
         except OSError as exc:
             warnings.warn(str(exc), stacklevel=2)
         finally:
@@ -224,8 +329,10 @@ _UNSAVED: weakref.WeakSet[_SavesWhatItHas] = weakref.WeakSet()
 @atexit.register
 def _save_at_exit() -> None:
     for recorder in list(_UNSAVED):
+        if recorder.path is None:
+            continue
         try:
-            recorder.save_unsaved()
+            recorder._save_whole(final=True)
         except Exception as exc:  # exiting: say so, and let the others save
             warnings.warn(f"Could not save the recording at {recorder.path}: {exc}", stacklevel=1)
 
@@ -236,6 +343,8 @@ class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
     Args:
         env: any gymnasium environment; OpenEnv ones (``openenv/*``) add their family's columns.
         path: if given, where to save the recording (Parquet) each time an episode ends.
+        observations: also keep each observation (the ``observation`` column: flattened bytes, see
+            `openenv_lab.record.observations`), for offline RL (`openenv_lab.record.to_minari`).
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -246,37 +355,20 @@ class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
         >>> env.close()
     """
 
-    def __init__(self, env: gym.Env, path: str | Path | None = None) -> None:
+    def __init__(self, env: gym.Env, path: str | Path | None = None, *, observations: bool = False) -> None:
         super().__init__(env)
-        self.path = check_writable(path, "the recording") if path is not None else None
         self._adapter = getattr(env.unwrapped, "adapter", None)
         self._rows = _Rows(env.action_space)
         self._metadata = _metadata(env, self._adapter)
+        self._metadata.update(self._keep_observations(observations, env.observation_space, env.action_space))
         self._started = time.perf_counter()
-        self._seeds: list[Any] = []
-        self._start_saving()
+        self._start_saving(path)
 
-    @property
-    def trajectory(self) -> Trajectory:
-        """Everything recorded so far, including the episode in progress."""
-        metadata = {
-            **self._metadata,
-            "wall_time_s": time.perf_counter() - self._started,
-            "seeds": self._seeds,
-        }
+    def _metadata_now(self) -> dict[str, Any]:
+        metadata = {**self._metadata, "wall_time_s": time.perf_counter() - self._started}
         if self._adapter is not None:
             metadata.update(_jsonable(self._adapter.trajectory_metadata()))
-        return Trajectory(self._rows.table(), metadata)
-
-    def save(self, path: str | Path | None = None) -> Path:
-        """Save the recording now (to ``path``, or the wrapper's own)."""
-        target = path or self.path
-        if target is None:
-            raise ValueError("No path: pass one to save() or to RecordTrajectory(env, path=...)")
-        saved = self.trajectory.save(target)
-        if self.path is not None and Path(target) == self.path:
-            self._rows.unsaved = False
-        return saved
+        return metadata
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -287,9 +379,7 @@ class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
         start = time.perf_counter()
         observation, info = self.env.reset(seed=seed, options=options)
         latency = time.perf_counter() - start
-        used = _seed_of(info, seed)
-        self._seeds.append(used)
-        self._rows.reset(0, used, latency, self._family(None, observation, info))
+        self._rows.reset(0, _seed_of(info, seed), latency, self._family(None, observation, info))
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
@@ -303,12 +393,12 @@ class RecordTrajectory(_SavesWhatItHas, gym.Wrapper):
         family = self._family(action, observation, info)
         self._rows.step(0, action, label, float(reward), terminated, truncated, latency, family)
         if (terminated or truncated) and self.path is not None:
-            _autosave(self, self.path)
+            _autosave(self, self._append)
         return observation, reward, terminated, truncated, info
 
     def _family(self, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         columns = self._adapter.record(action, observation, info) if self._adapter is not None else {}
-        return {**columns, **_task_column(info, reset=action is None)}
+        return {**columns, **_task_column(info, reset=action is None), **self._observation(observation)}
 
 
 class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
@@ -316,7 +406,8 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
 
     Works with `OpenEnvVectorEnv` and gymnasium's Sync/AsyncVectorEnv, in ``NEXT_STEP`` (the step after an
     episode ends is recorded as that sub-environment's reset) and ``SAME_STEP`` (the final step comes
-    from ``info["final_obs"]``/``["final_info"]``) autoreset modes.
+    from ``info["final_obs"]``/``["final_info"]``) autoreset modes. ``path`` and ``observations`` are as
+    `RecordTrajectory`'s.
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -327,31 +418,23 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
         >>> envs.close()
     """
 
-    def __init__(self, env: gym.vector.VectorEnv, path: str | Path | None = None) -> None:
+    def __init__(
+        self, env: gym.vector.VectorEnv, path: str | Path | None = None, *, observations: bool = False
+    ) -> None:
         super().__init__(env)
-        self.path = check_writable(path, "the recording") if path is not None else None
         self._adapters = _sub_adapters(env)
         self._rows = _Rows(env.single_action_space)
         self._metadata = {**_metadata(env, self._adapters[0]), "num_envs": env.num_envs}
+        self._metadata.update(
+            self._keep_observations(observations, env.single_observation_space, env.single_action_space)
+        )
         self._mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         self._ended = np.zeros(env.num_envs, dtype=bool)
         self._started = time.perf_counter()
-        self._start_saving()
+        self._start_saving(path)
 
-    @property
-    def trajectory(self) -> Trajectory:
-        metadata = {**self._metadata, "wall_time_s": time.perf_counter() - self._started}
-        return Trajectory(self._rows.table(), metadata)
-
-    def save(self, path: str | Path | None = None) -> Path:
-        """Save the recording now (to ``path``, or the wrapper's own)."""
-        target = path or self.path
-        if target is None:
-            raise ValueError("No path: pass one to save() or to RecordVectorTrajectory(env, path=...)")
-        saved = self.trajectory.save(target)
-        if self.path is not None and Path(target) == self.path:
-            self._rows.unsaved = False
-        return saved
+    def _metadata_now(self) -> dict[str, Any]:
+        return {**self._metadata, "wall_time_s": time.perf_counter() - self._started}
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -406,7 +489,7 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
                 )
         self._ended = np.logical_or(terminations, truncations)
         if self._ended.any() and self.path is not None:
-            _autosave(self, self.path)
+            _autosave(self, self._append)
         return observations, rewards, terminations, truncations, infos
 
     def _label(self, index: int, action: Any) -> str:
@@ -418,7 +501,7 @@ class RecordVectorTrajectory(_SavesWhatItHas, VectorWrapper):
     def _family(self, index: int, action: Any, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
         adapter = self._adapters[index]
         columns = adapter.record(action, observation, info) if adapter is not None else {}
-        return {**columns, **_task_column(info, reset=action is None)}
+        return {**columns, **_task_column(info, reset=action is None), **self._observation(observation)}
 
 
 def _seed_of(info: dict[str, Any], given: int | None = None) -> int | None:
@@ -491,10 +574,10 @@ def _describe(adapter: Any, action: Any) -> str:
         return str(action)
 
 
-def _autosave(wrapper: RecordTrajectory | RecordVectorTrajectory, path: Path) -> None:
-    """Save at the end of an episode; a failure says where, why, and that nothing recorded is lost."""
+def _autosave(wrapper: RecordTrajectory | RecordVectorTrajectory, save: Callable[[], None]) -> None:
+    """Save (``save``); a failure says where, why, and that nothing recorded is lost."""
     try:
-        wrapper.save(path)
+        save()
     except OSError as exc:
         raise type(exc)(
             f"{exc}. Every step is still recorded: save it elsewhere with .save(path), "

@@ -26,6 +26,12 @@ the Parquet file's key-value metadata, so one file carries everything.
 Files are written to a temporary file beside the target and renamed into place (`openenv_lab.files`): a
 file is never left half-written, even if the kernel dies mid-write. `load_trajectory` refuses, naming the
 file and the problem, anything that is not such a file (damaged metadata or missing columns included).
+A recording still running (or whose process died) is a folder of parts beside its file
+(`openenv_lab.record.parts`); `load_trajectory` reads it the same way.
+
+A `Trajectory` read from disk reads its rows lazily (`scan`): the episode list, `summary` and one
+`episode` read only the columns they need, so a viewer opens a long recording of Atari screens without
+loading every screen; ``table`` loads everything.
 """
 
 from __future__ import annotations
@@ -40,13 +46,21 @@ from typing import Any
 import polars as pl
 
 from ..files import write_atomically
+from .parts import METADATA_KEY, is_recording, parts_folder, read_parts
 
-__all__ = ["FORMAT_VERSION", "Trajectory", "TrajectoryFormatError", "load_trajectory"]
+__all__ = [
+    "FORMAT_VERSION",
+    "Trajectory",
+    "TrajectoryFormatError",
+    "load_trajectory",
+    "with_cut_short",
+    "with_seeds",
+]
 
 #: Bumped when a change makes old readers misread new files (2: Atari's ``frame_png`` is ``screen_png``;
 #: `load_trajectory` still reads format 1).
 FORMAT_VERSION = 2
-_METADATA_KEY = "openenv_lab.trajectory"
+_METADATA_KEY = METADATA_KEY
 
 BASE_COLUMNS = (
     "env_index",
@@ -86,9 +100,26 @@ class Trajectory:
         >>> env.close()
     """
 
-    def __init__(self, table: pl.DataFrame, metadata: dict[str, Any] | None = None) -> None:
-        self.table = table
+    def __init__(self, table: pl.DataFrame | pl.LazyFrame, metadata: dict[str, Any] | None = None) -> None:
+        self._lazy = table if isinstance(table, pl.LazyFrame) else None
+        self._table = table if isinstance(table, pl.DataFrame) else None
         self.metadata = dict(metadata or {})
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """Every row (read now if the trajectory was read lazily from disk, then kept)."""
+        if self._table is None:
+            assert self._lazy is not None
+            self._table = self._lazy.collect()
+        return self._table
+
+    @table.setter
+    def table(self, table: pl.DataFrame) -> None:
+        self._table, self._lazy = table, None
+
+    def scan(self) -> pl.LazyFrame:
+        """The rows as a polars LazyFrame: select the columns you need before ``collect()``."""
+        return self._table.lazy() if self._table is not None else self._lazy  # type: ignore[return-value]
 
     @property
     def frame(self) -> pl.DataFrame:
@@ -103,54 +134,66 @@ class Trajectory:
     @property
     def episodes(self) -> list[int]:
         """The episode numbers present, in order."""
-        if self.table.is_empty():
+        if "episode" not in self.scan().collect_schema():
             return []
-        return self.table["episode"].unique(maintain_order=True).to_list()
+        numbers = self.scan().select(pl.col("episode").unique(maintain_order=True)).collect()
+        return numbers["episode"].to_list()
 
     def episode(self, number: int) -> Trajectory:
         """One episode's rows (a new `Trajectory` with the same metadata)."""
         if number not in self.episodes:
             raise KeyError(f"No episode {number} in this trajectory; it has {self.episodes}")
-        return Trajectory(self.table.filter(pl.col("episode") == number), self.metadata)
+        return Trajectory(self.scan().filter(pl.col("episode") == number).collect(), self.metadata)
 
     def summary(self) -> pl.DataFrame:
         """One row per episode: steps, return, and how it ended."""
-        if self.table.is_empty():
+        if "episode" not in self.scan().collect_schema():
             return pl.DataFrame({"episode": [], "steps": [], "return": [], "ended": []})
-        return self.table.group_by("episode", maintain_order=True).agg(
-            pl.col("env_index").first(),
-            (pl.col("step").max()).alias("steps"),
-            pl.col("return").last(),
-            pl.when(pl.col("terminated").any())
-            .then(pl.lit("terminated"))
-            .when(pl.col("truncated").any())
-            .then(pl.lit("truncated"))
-            .otherwise(pl.lit("running"))
-            .alias("ended"),
+        return (
+            self.scan()
+            .group_by("episode", maintain_order=True)
+            .agg(
+                pl.col("env_index").first(),
+                (pl.col("step").max()).alias("steps"),
+                pl.col("return").last(),
+                pl.when(pl.col("terminated").any())
+                .then(pl.lit("terminated"))
+                .when(pl.col("truncated").any())
+                .then(pl.lit("truncated"))
+                .otherwise(pl.lit("running"))
+                .alias("ended"),
+            )
+            .collect()
         )
 
     def __len__(self) -> int:
-        return self.table.height
+        if self._table is not None:
+            return self._table.height
+        return int(self.scan().select(pl.len()).collect().item())
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.table.iter_rows(named=True))
 
     def __repr__(self) -> str:
         env = self.metadata.get("env_id", "?")
-        return f"<Trajectory {env}: {len(self.episodes)} episode(s), {self.table.height} rows>"
+        return f"<Trajectory {env}: {len(self.episodes)} episode(s), {len(self)} rows>"
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write Parquet (zstd) with the metadata, atomically: a temporary file, then a rename.
 
         Missing parent directories are created; a new file gets the usual mode (``0o666`` less the
-        umask), an overwritten one keeps its own.
+        umask), an overwritten one keeps its own. A trajectory read lazily is streamed to the file.
         """
-        metadata = json.dumps({**self.metadata, "format_version": FORMAT_VERSION}, default=str)
-        return write_atomically(
-            path,
-            lambda temporary: self.table.write_parquet(temporary, metadata={_METADATA_KEY: metadata}),
-            what="the recording",
-        )
+        text = json.dumps({**self.metadata, "format_version": FORMAT_VERSION}, default=str)
+        metadata = {_METADATA_KEY: text}
+        if self._table is not None:
+            table = self._table
+            write: Any = lambda temporary: table.write_parquet(temporary, metadata=metadata)  # noqa: E731
+        else:
+            lazy = self._lazy
+            assert lazy is not None
+            write = lambda temporary: lazy.sink_parquet(temporary, metadata=metadata)  # noqa: E731
+        return write_atomically(path, write, what="the recording")
 
     def _repr_html_(self) -> str:
         from ..render.pages import trajectory_html
@@ -168,16 +211,64 @@ class Trajectory:
 
 
 def load_trajectory(path: str | os.PathLike[str]) -> Trajectory:
-    """Read a trajectory written by `Trajectory.save`, checking that it is one and that we can read it.
+    """Read a trajectory written by `Trajectory.save` or a recorder, checking that it is one and that we can
+    read it. Rows are read lazily (see `Trajectory.scan`).
+
+    A recording that is still running, or whose process died before ``close()``, is read from its folder
+    of parts (``path`` + ``.parts``), the newer copy (a running one whole, at once: its recorder merges
+    parts as it goes).
 
     Raises:
         FileNotFoundError: no file at ``path``.
         TrajectoryFormatError: not a Parquet file, not a trajectory (no or broken openenv_lab metadata, or
-            missing columns), or one written by a newer openenv_lab.
+            missing columns), one written by a newer openenv_lab, or a folder of parts with a part missing
+            or damaged.
     """
     path = Path(path)
+    folder = parts_folder(path)
+    if folder.is_dir():
+        try:
+            rows, metadata = read_parts(folder, load=_read_metadata)
+        except ValueError as exc:
+            raise TrajectoryFormatError(str(exc)) from None
+        _check_columns(folder, rows)
+        rows = with_cut_short(rows)
+        if is_recording(folder):  # its recorder merges and removes parts as it goes: a snapshot, now
+            rows = rows.collect().lazy()
+        return Trajectory(rows, with_seeds(metadata, rows))
     if not path.exists():
         raise FileNotFoundError(f"No trajectory file at {path}")
+    metadata = _read_metadata(path)
+    rows = pl.scan_parquet(path)
+    if metadata.get("format_version", 0) < 2 and "frame_png" in rows.collect_schema():
+        rows = rows.rename({"frame_png": "screen_png"})  # format 1 named the Atari screens so
+    _check_columns(path, rows)
+    return Trajectory(rows, metadata)
+
+
+def with_cut_short(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` with ``cut_short``: whether the row's episode was still in progress when it was saved (its
+    sub-environment's last episode, and no step ended it). Reads the few columns it needs."""
+    if "episode" not in rows.collect_schema():
+        return rows
+    keys = rows.select("env_index", "episode", (pl.col("terminated") | pl.col("truncated")).alias("ended"))
+    episodes = keys.group_by("episode").agg(pl.col("env_index").first(), pl.col("ended").any()).collect()
+    last = episodes.filter(pl.col("episode") == pl.col("episode").max().over("env_index"))
+    running = last.filter(~pl.col("ended"))["episode"].to_list()
+    return rows.with_columns(pl.col("episode").is_in(running).alias("cut_short"))
+
+
+def with_seeds(metadata: dict[str, Any], rows: pl.LazyFrame) -> dict[str, Any]:
+    """A single environment's recording lists the seed of each episode's reset (``seeds``), from its rows."""
+    if "num_envs" in metadata:
+        return metadata
+    if "episode" not in rows.collect_schema():
+        return {**metadata, "seeds": []}
+    return {**metadata, "seeds": rows.filter(pl.col("step") == 0).select("seed").collect()["seed"].to_list()}
+
+
+def _read_metadata(path: Path) -> dict[str, Any]:
+    """The openenv_lab metadata of the Parquet file at ``path``, checked: ours, and a version we read."""
     try:
         stored = pl.read_parquet_metadata(path)
     except Exception as exc:
@@ -193,16 +284,17 @@ def load_trajectory(path: str | os.PathLike[str]) -> Trajectory:
             f"{path} was written by a newer openenv_lab (trajectory format {version}; this one reads up to "
             f"{FORMAT_VERSION}): upgrade openenv_lab to read it"
         )
-    table = pl.read_parquet(path)
-    if version < 2 and "frame_png" in table.columns:  # format 1 named the Atari screens so
-        table = table.rename({"frame_png": "screen_png"})
-    missing = [column for column in BASE_COLUMNS if column not in table.columns]
-    if table.height and missing:  # an empty recording has no columns at all
+    return metadata
+
+
+def _check_columns(path: Path, rows: pl.LazyFrame) -> None:
+    columns = rows.collect_schema()
+    missing = [column for column in BASE_COLUMNS if column not in columns]
+    if len(columns) and missing:  # an empty recording has no columns at all
         raise TrajectoryFormatError(
             f"{path} has openenv_lab metadata but not the columns of a trajectory: {', '.join(missing)} "
             "missing (the file was changed after Trajectory.save, or written by other code)"
         )
-    return Trajectory(table, metadata)
 
 
 def _parse_metadata(path: Path, text: str) -> dict[str, Any]:

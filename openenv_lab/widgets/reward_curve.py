@@ -112,6 +112,54 @@ class RewardCurve:
         self.steps.append(int(step))
         self._maybe_redraw()
 
+    @classmethod
+    def from_recording(cls, source: Any, **options: Any) -> RewardCurve:
+        """The curve of a recording's finished episodes, in the order they ended: ``source`` is a
+        `Trajectory` or the path of one (a file, or a recording still running). Only the columns the curve
+        needs are read, so a long recording of screens opens quickly.
+
+        Example:
+            >>> import gymnasium as gym, openenv_lab
+            >>> env = openenv_lab.RecordTrajectory(gym.make("openenv/echo", max_steps=2))
+            >>> for seed in range(3):
+            ...     _ = env.reset(seed=seed); _ = env.step("a"); _ = env.step("bb")
+            >>> curve = RewardCurve.from_recording(env.trajectory, redraw_every=0)
+            >>> curve.returns, curve.steps
+            ([0.30000000000000004, 0.30000000000000004, 0.30000000000000004], [2, 4, 6])
+            >>> env.close()
+        """
+        import polars as pl
+
+        from ..record.trajectory import Trajectory, load_trajectory
+
+        trajectory = source if isinstance(source, Trajectory) else load_trajectory(source)
+        rows = trajectory.scan()
+        curve = cls(**{"redraw_every": float("inf"), **options})
+        columns = rows.collect_schema()
+        if "episode" not in columns:
+            return curve
+        parts = [name for name in columns if name.startswith("reward.")]
+        episodes = (
+            rows.with_row_index("row")
+            .group_by("episode")
+            .agg(
+                pl.col("return").last(),
+                pl.col("step").max().alias("length"),
+                (pl.col("terminated") | pl.col("truncated")).any().alias("ended"),
+                pl.col("row").max().alias("last_row"),
+                *(pl.col(name).sum() for name in parts),
+            )
+            .filter(pl.col("ended"))
+            .sort("last_row")
+            .collect()
+        )
+        for episode in episodes.iter_rows(named=True):
+            components = {name.removeprefix("reward."): episode[name] for name in parts}
+            curve.add_episode(episode["return"], length=episode["length"], components=components or None)
+        curve.redraw_every = options.get("redraw_every", 0.5)
+        curve.redraw()
+        return curve
+
     def _add_parts(self, index: int, parts: Any) -> None:
         if isinstance(parts, dict) and parts:
             sums = self._running_parts.setdefault(index, {})

@@ -88,7 +88,7 @@ class TrajectoryViewer:
                 widgets.HBox([self.main, self.side, self.table]),
             ]
         )
-        self._rows = trajectory.table.head(0)
+        self._rows = trajectory.scan().head(0).collect()
         self.episode_picker.value = episode if episode is not None else trajectory.episodes[0]
         self._open(self.episode_picker.value)
         self.episode_picker.observe(lambda change: self._open(change["new"]), names="value")
