@@ -41,6 +41,8 @@ CI = ROOT / "benchmarks" / "results" / "ci.json"
 LIBRARIES = ROOT / "benchmarks" / "results" / "libraries.json"
 #: Written by benchmarks/isolation.py --json.
 ISOLATION = ROOT / "benchmarks" / "results" / "isolation.json"
+#: Written by benchmarks/recording.py --json.
+RECORDING = ROOT / "benchmarks" / "results" / "recording.json"
 #: Blocks read from a JSON file of their own rather than the harness's.
 OWN_FILES = {
     "compatibility": COMPATIBILITY,
@@ -49,6 +51,7 @@ OWN_FILES = {
     "test_times": CI,
     "libraries": LIBRARIES,
     "isolation": ISOLATION,
+    "recording": RECORDING,
 }
 DOCUMENTS = (
     ROOT / "README.md",
@@ -56,6 +59,7 @@ DOCUMENTS = (
     ROOT / "docs" / "ray.md",
     ROOT / "docs" / "infos.md",
     ROOT / "docs" / "options.md",
+    ROOT / "docs" / "recording.md",
 )
 BLOCK = re.compile(
     r"(<!-- benchmark:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /benchmark:(?P=name) -->)", re.S
@@ -512,6 +516,37 @@ def isolation(section: dict[str, Any]) -> str:
     return _table(header, rows)
 
 
+def recording(section: dict[str, Any]) -> str:
+    """Save time per episode and memory, first thousand episodes against last (benchmarks/recording.py)."""
+    bucket = f"{section['bucket']:,}"
+    rows = [
+        [
+            name,
+            _number(row["episodes"]),
+            f"{row['first_save_ms']:.2f}",
+            f"{row['last_save_ms']:.2f}",
+            f"{row['save_last_over_first']:.2f}x",
+            f"{row['median_last_over_first']:.2f}x",
+            f"{row['first_rss_mb']:.0f} -> {row['last_rss_mb']:.0f}",
+            f"{row['plain_episode_ms']:.2f}",
+            f"{row['close_s']:.1f}",
+        ]
+        for name, row in section["rows"].items()
+    ]
+    header = [
+        "recorded run",
+        "episodes",
+        f"save ms/episode, first {bucket}",
+        f"last {bucket}",
+        "last / first",
+        "last / first, typical save",
+        "RSS MB, first -> last",
+        "episode ms, not recorded",
+        "close() s",
+    ]
+    return _table(header, rows)
+
+
 def _where(servers: str) -> str:
     """A fleet benchmark's row name in words: "1 server", "4 servers", "a Docker container"."""
     if servers == "docker":
@@ -533,6 +568,7 @@ RENDERERS: dict[str, Callable[[dict[str, Any]], str]] = {
     "test_times": suite_times,
     "libraries": libraries,
     "isolation": isolation,
+    "recording": recording,
 }
 
 

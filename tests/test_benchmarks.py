@@ -352,17 +352,22 @@ def test_the_research_libraries_benchmark_measures_each_library_over_ours_and_al
                 assert rate > 0, (library, env_id)
 
 
-@pytest.mark.slow
-def test_the_isolation_benchmark_measures_threads_against_inline_steps_for_each_family(tmp_path):
-    path = tmp_path / "isolation.json"
+def quick_report(script: str, folder: Path) -> dict:
+    """The JSON report of ``benchmarks/<script> --quick``, which must exit 0."""
+    path = folder / "report.json"
     completed = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "isolation.py"), "--quick", "--json", str(path)],
+        [sys.executable, str(BENCHMARKS / script), "--quick", "--json", str(path)],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
-    rows = json.loads(path.read_text())["rows"]
+    return json.loads(path.read_text())
+
+
+@pytest.mark.slow
+def test_the_isolation_benchmark_measures_threads_against_inline_steps_for_each_family(tmp_path):
+    rows = quick_report("isolation.py", tmp_path)["rows"]
     assert set(rows) == {
         f"{family}, {n}" for family in ("echo", "finrl", "chess") for n in ("16 envs", "1 env")
     }
@@ -370,4 +375,19 @@ def test_the_isolation_benchmark_measures_threads_against_inline_steps_for_each_
         assert row["threads_steps_per_s"] > 0 and row["inline_steps_per_s"] > 0
         assert row["threads_over_inline"] == pytest.approx(
             row["threads_steps_per_s"] / row["inline_steps_per_s"], rel=0.01
+        )
+
+
+@pytest.mark.slow
+def test_the_recording_benchmark_times_saves_and_memory_from_first_to_last(tmp_path):
+    report = quick_report("recording.py", tmp_path)
+    assert set(report["rows"]) == {
+        f"{run}, {n}" for run in ("chess", "Atari screens") for n in ("1 env", "16 envs")
+    }
+    for row in report["rows"].values():
+        assert row["episodes"] >= report["episodes"] and len(row["buckets"]) == report["episodes"] // 100
+        assert row["first_save_ms"] > 0 and row["last_save_ms"] > 0 and row["first_rss_mb"] > 0
+        assert row["median_last_over_first"] > 0 and row["buckets"][0]["median_save_ms_per_episode"] > 0
+        assert row["save_last_over_first"] == pytest.approx(
+            row["last_save_ms"] / row["first_save_ms"], rel=0.02
         )
