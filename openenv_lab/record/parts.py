@@ -87,7 +87,10 @@ class PartsWriter:
         _write(self.folder / _name(number, number), rows, metadata)
         self.written = number
         if self.written - self.merged >= MERGE_EVERY:
-            self._merge(metadata)
+            # The part is saved: a merge that fails (a full disk) leaves the parts as they were, to be
+            # merged at a later save, and must not make this save look failed (its rows would be saved twice).
+            with contextlib.suppress(OSError):
+                self._merge(metadata)
 
     def _take(self) -> None:
         """Make the folder and hold its lock (refusing a folder that another recorder, or a crash, left)."""

@@ -17,7 +17,7 @@ import pytest
 
 import openenv_lab
 from openenv_lab.record import TrajectoryFormatError, load_trajectory
-from openenv_lab.record.parts import MERGE_EVERY, parts_folder
+from openenv_lab.record.parts import MERGE_EVERY, PartsWriter, parts_folder
 
 
 def play(env, episodes: int, steps: int = 2) -> None:
@@ -66,6 +66,24 @@ def test_many_parts_merge_and_read_back_in_order(tmp_path):
     assert load_trajectory(path).table.height == 2 * (MERGE_EVERY + 3)
     env.close()
     assert pl.read_parquet(path)["episode"].n_unique() == MERGE_EVERY + 3
+
+
+def test_a_merge_that_fails_loses_and_doubles_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "run.parquet"
+    env = openenv_lab.RecordTrajectory(gym.make("openenv/echo", max_steps=1), path=path)
+    merge = PartsWriter._merge
+
+    def full_disk(writer, metadata):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(PartsWriter, "_merge", full_disk)
+    play(env, episodes=MERGE_EVERY, steps=1)  # the last save's merge fails: the save itself does not
+    assert len(parts(path)) == MERGE_EVERY and env._rows.rows == []
+    monkeypatch.setattr(PartsWriter, "_merge", merge)
+    play(env, episodes=1, steps=1)  # the next save merges them all
+    assert parts(path) == [f"part-{1:08d}-{MERGE_EVERY + 1:08d}.parquet"]
+    env.close()
+    assert pl.read_parquet(path)["episode"].to_list() == [n for n in range(MERGE_EVERY + 1) for _ in (0, 1)]
 
 
 def test_a_vector_recording_with_a_path_has_the_rows_of_one_without(tmp_path):
