@@ -10,6 +10,7 @@ crossed episode ends (the scripts print episodes only under gymnasium 0.29's ``f
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -54,11 +55,24 @@ def clients() -> Path:
     pytest.skip("CleanRL's scripts are not beside this checkout (set OPENENV_LAB_CLIENTS)")
 
 
+def installed(module: str) -> None:
+    """Skip unless ``module`` is installed: looked up, not imported here (the script imports it in its own
+    process). Importing tyro in a test worker can fail: at import it hashes every value of ``builtins``,
+    and a doctest run before in the same worker leaves its last value there as ``_`` (a tuple of lists is
+    unhashable)."""
+    try:
+        found = importlib.util.find_spec(module)
+    except ModuleNotFoundError:
+        found = None
+    if found is None:
+        pytest.skip(f"{module} is not installed (it comes with the dev extra)")
+
+
 def run_script(script: str, tmp_path: Path, *arguments: str) -> tuple[str, list[str]]:
     """Run one of CleanRL's scripts from its folder's copy, in ``tmp_path`` (its ``runs/`` go there); its
     output and the episode ends the watcher saw."""
-    pytest.importorskip("tyro")
-    pytest.importorskip("torch.utils.tensorboard")
+    installed("tyro")
+    installed("torch.utils.tensorboard")
     watcher = tmp_path / "watcher"
     watcher.mkdir()
     (watcher / "sitecustomize.py").write_text(WATCHER)
