@@ -42,10 +42,11 @@ def check_storable(space: spaces.Space[Any], what: str = "observation") -> None:
         ) from None
 
 
-def encode(space: spaces.Space[Any], observation: Any) -> bytes:
-    """``observation`` flattened, as the bytes of the flat space's dtype."""
-    flat = flatten_space(space)
-    return np.asarray(flatten(space, observation), dtype=flat.dtype).tobytes()
+def encode(space: spaces.Space[Any], observation: Any, dtype: np.dtype[Any] | None = None) -> bytes:
+    """``observation`` flattened, as the bytes of the flat space's dtype (``dtype``, when the caller has
+    it: a recorder works it out once, not at every step)."""
+    dtype = flatten_space(space).dtype if dtype is None else dtype
+    return np.asarray(flatten(space, observation), dtype=dtype).tobytes()
 
 
 def decode(space: spaces.Space[Any], data: bytes) -> Any:

@@ -37,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 import polars as pl
 from gymnasium import spaces
+from gymnasium.spaces.utils import flatten_space
 from gymnasium.vector import AutoresetMode, VectorWrapper
 from gymnasium.vector.utils import iterate
 
@@ -197,6 +198,7 @@ class _SavesWhatItHas:
     _moved_from: PartsWriter | None  # the parts of the path before ``path`` was changed, not moved yet
     _whole: int  # parts in the file at ``path`` (the last time it was written)
     _observation_space: spaces.Space[Any] | None  # kept observations' space (None: not kept)
+    _observation_dtype: np.dtype[Any]  # of the flattened observation, worked out once
 
     def _start_saving(self, path: str | Path | None) -> None:
         self._path, self._parts, self._moved_from = None, None, None
@@ -231,6 +233,7 @@ class _SavesWhatItHas:
         if not keep:
             return {}
         stored.check_storable(observation_space)
+        self._observation_dtype = flatten_space(observation_space).dtype
         spaces_json = {"observation_space": stored.space_to_json(observation_space)}
         with contextlib.suppress(NotImplementedError):  # text actions: JSON text in the action column
             spaces_json["action_space"] = stored.space_to_json(action_space)
@@ -239,7 +242,7 @@ class _SavesWhatItHas:
     def _observation(self, observation: Any) -> dict[str, Any]:
         if self._observation_space is None:
             return {}
-        return {"observation": stored.encode(self._observation_space, observation)}
+        return {"observation": stored.encode(self._observation_space, observation, self._observation_dtype)}
 
     def _rows_now(self) -> pl.LazyFrame:
         """Every row so far, with ``cut_short``: the parts written, then the rows in memory."""
