@@ -18,6 +18,7 @@ import pytest
 import openenv_lab
 from openenv_lab.record import TrajectoryFormatError, load_trajectory
 from openenv_lab.record.parts import MERGE_EVERY, PartsWriter, parts_folder
+from openenv_lab.widgets import TrajectoryViewer
 
 
 def play(env, episodes: int, steps: int = 2) -> None:
@@ -114,9 +115,9 @@ def test_a_lazy_recording_reads_only_what_a_viewer_asks_for(tmp_path):
     trajectory = load_trajectory(path)
     assert trajectory.episodes == [0, 1, 2] and trajectory.summary().height == 3 and len(trajectory) == 9
     assert trajectory.episode(1).table["action_label"].to_list() == [None, "e1s0", "e1s1"]
-    curve = openenv_lab.widgets.RewardCurve.from_recording(trajectory)
+    curve = openenv_lab.RewardCurve.from_recording(trajectory)
     assert curve.steps == [2, 4, 6] and len(curve.returns) == 3
-    viewer = openenv_lab.widgets.TrajectoryViewer(trajectory)
+    viewer = TrajectoryViewer(trajectory)
     assert viewer.episode_picker.value == 0
     assert trajectory._table is None  # nothing above read every column of every row
     assert trajectory.table.height == 9
