@@ -2,8 +2,10 @@
 
 Our servers run every step on a worker thread of its session (``/ws``) or connection (``/ws/batch``), so a
 step that is slow for a reason nobody predicted stalls no other session (`openenv_lab.servers._base`).
-``serve --inline-steps`` runs them on the event loop instead, as our servers once did. This script starts
-two servers of each family side by side, one of each kind, and measures random-action steps per second
+``serve --inline-steps`` runs them on the event loop instead, as our servers once did; each step on a
+worker thread is also timed against the server's step time limit (``--step-timeout``, a timer per step),
+which ``--step-timeout 0`` turns off. This script starts three servers of each family side by side, one of
+each kind, and measures random-action steps per second
 through ``gym.make_vec`` (16 envs: one ``/ws/batch`` message a step, so one hop for all 16) and through
 one ``gym.make`` env (one ``/ws`` message and one hop a step), rounds alternated between the two servers,
 medians:
@@ -36,7 +38,11 @@ from openenv_lab.servers import ServeOptions  # noqa: E402
 
 FAMILIES = ("echo", "finrl", "chess")
 SIZES = (16, 1)
-MODES = {"threads": ServeOptions(), "inline": ServeOptions(inline_steps=True)}
+MODES = {
+    "threads": ServeOptions(),
+    "inline": ServeOptions(inline_steps=True),
+    "no_limit": ServeOptions(step_timeout=None),
+}
 
 
 def steps_per_second(env_id: str, url: str, num_envs: int, steps: int) -> float:
@@ -86,6 +92,7 @@ def measure(steps: int, rounds: int) -> dict[str, Any]:
                 rows[f"{family}, {num_envs} env{'s' if num_envs > 1 else ''}"] = {
                     **{f"{mode}_steps_per_s": round(value) for mode, value in medians.items()},
                     "threads_over_inline": round(medians["threads"] / medians["inline"], 3),
+                    "threads_over_no_limit": round(medians["threads"] / medians["no_limit"], 3),
                 }
                 print(
                     f"{env_id:15} N={num_envs:2}  " + "  ".join(f"{m} {v:8,.0f}" for m, v in medians.items())
@@ -104,11 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     steps, rounds = (20, 1) if args.quick else (400, 5)
     report = {**stamp(), "steps": steps, "rounds": rounds, "rows": measure(steps, rounds)}
     print()
-    print(f"{'':18} {'threads':>10} {'inline':>10} {'threads/inline':>15}")
+    heads = ("threads", "inline", "no limit")
+    print(f"{'':18} " + " ".join(f"{h:>10}" for h in heads) + f" {'threads/inline':>15} {'limit cost':>11}")
     for name, row in report["rows"].items():
         print(
             f"{name:18} {row['threads_steps_per_s']:>10,} {row['inline_steps_per_s']:>10,} "
-            f"{row['threads_over_inline']:>15.2f}"
+            f"{row['no_limit_steps_per_s']:>10,} {row['threads_over_inline']:>15.2f} "
+            f"{row['threads_over_no_limit']:>11.2f}"
         )
     if args.json:
         write_text_atomically(args.json, json.dumps(report, indent=1) + "\n")

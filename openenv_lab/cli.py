@@ -26,6 +26,8 @@ from .ranges import Range
 from .servers import (
     BUNDLED_SERVERS,
     DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_STEP_TIMEOUT,
     LOG_LEVELS,
     SERVE_RANGES,
     ServeOptions,
@@ -100,6 +102,19 @@ def _parser() -> argparse.ArgumentParser:
             default=20.0,
             help="seconds between WebSocket pings; a client silent for as long again is dropped and its "
             "sessions freed (default: %(default)g)",
+        )
+        sub.add_argument(
+            "--step-timeout",
+            type=_parse_in(SERVE_RANGES["step_timeout"], zero=True),
+            default=DEFAULT_STEP_TIMEOUT,
+            help="end a session whose step runs longer than this many seconds, with an error (default: "
+            "%(default)g; 0: never)",
+        )
+        sub.add_argument(
+            "--max-reply-bytes",
+            type=_parse_in(SERVE_RANGES["max_reply_bytes"]),
+            default=DEFAULT_MAX_REPLY_BYTES,
+            help="longest reply sent; a request for larger observations gets an error (default: %(default)s)",
         )
         sub.add_argument(
             "--inline-steps",
@@ -317,6 +332,8 @@ def _serve(args: argparse.Namespace) -> int:
             max_batch=args.max_batch,
             idle_timeout=args.idle_timeout or None,
             ping_interval=args.ping_interval,
+            step_timeout=args.step_timeout or None,
+            max_reply_bytes=args.max_reply_bytes,
             inline_steps=args.inline_steps,
         )
     except ValueError as exc:

@@ -509,10 +509,19 @@ def isolation(section: dict[str, Any]) -> str:
             _number(row["threads_steps_per_s"]),
             _number(row["inline_steps_per_s"]),
             f"{row['threads_over_inline']:.2f}x",
+            _number(row["no_limit_steps_per_s"]),
+            f"{row['threads_over_no_limit']:.2f}x",
         ]
         for name, row in section["rows"].items()
     ]
-    header = ["random actions", "steps/s, worker threads (default)", "steps/s, `--inline-steps`", "ratio"]
+    header = [
+        "random actions",
+        "steps/s, worker threads (default)",
+        "steps/s, `--inline-steps`",
+        "ratio",
+        "steps/s, `--step-timeout 0`",
+        "ratio",
+    ]
     return _table(header, rows)
 
 

@@ -114,7 +114,7 @@ def serve_options() -> str:
     for name, allowed in SERVE_RANGES.items():
         default = getattr(defaults, name, None)
         shown = unset.get(name, "the family's") if default is None else f"`{default!r}`"
-        extra = " (0: never)" if name == "idle_timeout" else ""
+        extra = " (0: never)" if name in ("idle_timeout", "step_timeout") else ""
         rows.append([f"`--{name.replace('_', '-')}`", f"{allowed}{extra}", shown])
     return _table(["flag", "takes", "default"], rows)
 

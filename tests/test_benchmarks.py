@@ -376,6 +376,10 @@ def test_the_isolation_benchmark_measures_threads_against_inline_steps_for_each_
         assert row["threads_over_inline"] == pytest.approx(
             row["threads_steps_per_s"] / row["inline_steps_per_s"], rel=0.01
         )
+        assert row["no_limit_steps_per_s"] > 0  # worker threads without the step time limit's timer
+        assert row["threads_over_no_limit"] == pytest.approx(
+            row["threads_steps_per_s"] / row["no_limit_steps_per_s"], rel=0.01
+        )
 
 
 @pytest.mark.slow

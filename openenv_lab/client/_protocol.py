@@ -274,6 +274,8 @@ _HINTS = {
     "FACTORY_ERROR": "The server could not build an environment for this session; check its logs",
     "SESSION_ERROR": "The server closed the session",
     "LIMIT_EXCEEDED": "The server refused the session: one of its limits (named above) would be exceeded",
+    "STEP_TIMEOUT": "The server ended the session",
+    "REPLY_TOO_LARGE": "The server sent this error instead of the reply; the session is still open",
 }
 
 

@@ -10,7 +10,13 @@ clients can plan vector environments before opening sessions (with ``"max_batch"
 Bad input never gets a 500: a request the models refuse is a 422 whose JSON carries no value JSON cannot
 hold (``1e309`` is read as infinity, which the framework's own error reply could not serialise), and an
 environment that refuses its arguments (a ``ValueError``, ``TypeError`` or ``LookupError`` from
-``reset``, ``step`` or a task route) is a 400 with ``{"detail": ..., "error": ...}``.
+``reset``, ``step`` or a task route) is a 400 with ``{"detail": ..., "error": ...}``. A step that runs
+past the server's step time limit is a 504 (`_limits.StepTimeLimitExceeded`).
+
+The OpenAPI document declares every status the routes really send (`_declare_statuses`): 400 on every
+route (a refusal, or a reply over the server's ``--max-reply-bytes``), 404 and 501 on the task routes
+(another environment's name; an environment without tasks), 504 on ``/step``, and, on a server that
+requires a token, 401 and the bearer scheme on every route but ``GET /health``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..optional_imports import hidden_module
+from ._limits import StepTimeLimitExceeded
 
 __all__ = ["OPENENV_HTTP_API", "build_app", "import_openenv_server"]
 
@@ -101,6 +108,7 @@ def build_app(
         extras["batch_route"] = BATCH_ROUTE
 
     _answer_bad_input_with_4xx(app)
+    _declare_statuses(app, env_name, action_cls)
 
     @app.get("/capacity", tags=["Health"], summary="Sessions open and allowed")
     def capacity() -> dict[str, Any]:
@@ -131,9 +139,82 @@ def _answer_bad_input_with_4xx(app: Any) -> None:
             status_code=400, content={"detail": _json_safe(str(exc)), "error": type(exc).__name__}
         )
 
+    async def overran(request: Any, exc: Exception) -> Any:
+        return JSONResponse(status_code=504, content={"detail": str(exc), "error": type(exc).__name__})
+
     app.add_exception_handler(RequestValidationError, invalid_request)
     for kind in (ValueError, TypeError, LookupError):
         app.add_exception_handler(kind, refused)
+    app.add_exception_handler(StepTimeLimitExceeded, overran)
+
+
+#: The JSON of an error reply: a text, or (a 422) the list of what the models refused.
+_ERROR = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"detail": {}, "error": {"type": "string"}},
+                "required": ["detail"],
+            }
+        }
+    }
+}
+#: Statuses beyond the framework's own, and the routes that send them ("*": every route).
+_STATUSES = {
+    "400": ("*", "Refused: an argument the environment does not take, or a reply over --max-reply-bytes"),
+    "404": ("/{env_name}/", "No environment of that name on this server"),
+    "501": ("/{env_name}/", "This environment has no tasks"),
+    "504": ("/step", "The step ran past the server's --step-timeout"),
+}
+
+
+def _declare_statuses(app: Any, env_name: str, action_cls: type) -> None:
+    """Make ``app``'s OpenAPI document declare the statuses its routes send (see the module's docstring);
+    the token's 401 when ``app.state.bearer`` is set (by `run_server`, before the document is built).
+    It also says what the framework's document leaves open: the action ``/step`` takes (the framework
+    declares any object), and the one ``env_name`` the task routes answer."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        _declare_action(schema, action_cls)
+        bearer = bool(getattr(app.state, "bearer", False))
+        if bearer:
+            schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+            schemes["bearer"] = {"type": "http", "scheme": "bearer"}
+        for path, operations in schema.get("paths", {}).items():
+            for method, operation in operations.items():
+                for parameter in operation.get("parameters", []):
+                    if parameter.get("name") == "env_name":
+                        parameter["schema"] = {"type": "string", "enum": [env_name], "title": "Env Name"}
+                responses = operation.setdefault("responses", {})
+                for status, (where, description) in _STATUSES.items():
+                    if where == "*" or path.startswith(where) or path == where:
+                        responses.setdefault(status, {"description": description, **_ERROR})
+                if bearer and not (path == "/health" and method == "get"):
+                    operation["security"] = [{"bearer": []}]
+                    responses["401"] = {"description": "Without the server's token", **_ERROR}
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi
+
+
+def _declare_action(schema: dict[str, Any], action_cls: type) -> None:
+    """Declare ``action_cls``'s JSON schema as what ``/step``'s ``action`` takes."""
+    components = schema.get("components", {}).get("schemas", {})
+    request = components.get("StepRequest", {}).get("properties", {})
+    if "action" not in request or not hasattr(action_cls, "model_json_schema"):
+        return
+    action = action_cls.model_json_schema(ref_template="#/components/schemas/{model}")
+    components.update(action.pop("$defs", {}))
+    components.setdefault(action_cls.__name__, action)
+    request["action"] = {**request["action"], "$ref": f"#/components/schemas/{action_cls.__name__}"}
+    request["action"].pop("type", None)
+    request["action"].pop("additionalProperties", None)
 
 
 def _json_safe(value: Any) -> Any:

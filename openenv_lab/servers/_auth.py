@@ -1,7 +1,8 @@
 """The token our servers require when they are reachable from other machines.
 
 A server bound to anything but a loopback address answers only requests that carry its token,
-``Authorization: Bearer <token>``, on every HTTP request and on the WebSocket upgrade: without it, HTTP
+``Authorization: Bearer <token>`` (the scheme's name in any case, as RFC 7235 has it), on every HTTP
+request and on the WebSocket upgrade: without it, HTTP
 gets ``401`` with a JSON error and a WebSocket is refused before any session opens. The token comes from
 ``--token``, else ``$OPENENV_LAB_TOKEN``, else is generated and printed with the server's address. A
 server on loopback (the default) needs none unless given one with ``--token``. ``--no-token`` serves
@@ -53,7 +54,7 @@ class TokenGate:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket") or self._allowed(scope):
@@ -76,5 +77,7 @@ class TokenGate:
             return True  # probes call it bare
         for name, value in scope.get("headers", []):
             if name == b"authorization":
-                return hmac.compare_digest(value, self._expected)
+                scheme, _, credentials = value.strip().partition(b" ")
+                bearer = scheme.lower() == b"bearer"
+                return bearer and hmac.compare_digest(credentials.strip(), self._expected)
         return False

@@ -10,6 +10,12 @@ second); a server whose every environment is
 trusted to be cheap can run steps on the loop instead (`ServerEnvironment.inline_steps`, the ``serve``
 flag ``--inline-steps``). Resets run on worker threads too (the framework's).
 
+A step that runs longer than the server's step time limit (`ServerEnvironment.step_timeout`, the ``serve``
+flag ``--step-timeout``, 600 s unless set) ends its session: the client gets an error whose code is
+``STEP_TIMEOUT`` (on HTTP, a 504) and, on a WebSocket, a close. A thread cannot be stopped from outside,
+so the step itself runs on until it returns; the environment is closed then, on that thread, never
+while it steps.
+
 Importing this module imports ``openenv``'s server framework (without Gradio, see `import_openenv_server`);
 only server processes and tests do that.
 """
@@ -17,10 +23,11 @@ only server processes and tests do that.
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from ._app import import_openenv_server
+from ._limits import DEFAULT_STEP_TIMEOUT, StepTimeLimitExceeded, end_connection
 
 _env_server = import_openenv_server()
 
@@ -45,6 +52,12 @@ class ServerEnvironment(Environment):
     #: Run steps on the event loop (every session stalls while one steps): for servers whose every
     #: environment is known to be cheap; set for the whole process by ``serve --inline-steps``.
     inline_steps: ClassVar[bool] = False
+    #: Seconds a step may run before its session is ended (None: no limit); set for the whole process by
+    #: ``serve --step-timeout``. Applies to steps on worker threads (not ``inline_steps``).
+    step_timeout: ClassVar[float | None] = DEFAULT_STEP_TIMEOUT
+    #: Bytes of the longest reply the server sends (None: no limit), for environments that know a
+    #: reply's size before they make it (`check_reply_size`); set for the process by ``--max-reply-bytes``.
+    max_reply_bytes: ClassVar[int | None] = None
     _state: Any
     _step_thread: ThreadPoolExecutor | None = None
 
@@ -70,7 +83,42 @@ class ServerEnvironment(Environment):
             return self.step(action)
         if self._step_thread is None:
             self._step_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.NAME}-steps")
-        return await asyncio.get_running_loop().run_in_executor(self._step_thread, self.step, action)
+        step = self._step_thread.submit(self.step, action)
+        limit = self.step_timeout
+        if limit is None:
+            return await asyncio.wrap_future(step)
+        waited = asyncio.wrap_future(step)
+        # One timer per step (cheaper than asyncio.wait_for's task and shield): it cancels the wait, not
+        # the step, which no one can stop; a cancellation of ours is told apart by `overran`.
+        overran = []
+        timer = asyncio.get_running_loop().call_later(limit, lambda: overran.append(waited.cancel()))
+        try:
+            return await waited
+        except asyncio.CancelledError:
+            if not overran:
+                raise
+        finally:
+            timer.cancel()
+        await self.end_after_overrun(step, limit)
+        raise StepTimeLimitExceeded(limit)
+
+    async def end_after_overrun(self, step: Future[Any], limit: float) -> None:
+        """End the session whose ``step`` ran past ``limit``: its connection closes with an error (on a
+        WebSocket), and the environment is closed when the step returns, on its thread."""
+        close = self.close
+        self.close = lambda: step.add_done_callback(lambda _: close())  # type: ignore[method-assign]
+        await end_connection(StepTimeLimitExceeded(limit).data(), "step ran past the server's --step-timeout")
+
+    def check_reply_size(self, size: int, what: str) -> None:
+        """Refuse (a `ValueError`, before any work) a request whose replies would be ``size`` bytes, more
+        than the server sends; ``what`` says what makes them that large."""
+        limit = self.max_reply_bytes
+        if limit is not None and size > limit:
+            raise ValueError(
+                f"{what} makes replies of about {size:,} bytes, more than this server sends ({limit:,}, "
+                "its --max-reply-bytes): ask for smaller observations, or run the server with a larger "
+                "--max-reply-bytes"
+            )
 
     def __del__(self) -> None:
         thread = self.__dict__.get("_step_thread")

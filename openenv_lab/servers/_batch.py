@@ -15,7 +15,9 @@ with the message as a whole (not JSON, not a batch, an unknown or repeated sessi
 ``{"type": "error"}`` reply, sent before any entry runs. The sessions are created through the framework's
 own session registry, so they count against ``max_sessions`` and show in ``GET /capacity``, and they end
 with the connection. ``GET /capacity`` names the route (``"batch_route"``): that is how clients find out
-that a server has it.
+that a server has it. A batch whose requests run past the server's step time limit ends the connection
+as a step on ``/ws`` ends its session (`_limits.StepTimeLimitExceeded`); its sessions are destroyed when
+the requests return.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect  # resolved by name: FastAPI reads the annotation
 
-from ._limits import batch_refusal
+from ._limits import StepTimeLimitExceeded, batch_refusal, end_connection
 
 __all__ = ["BATCH_ROUTE", "register_batch_route", "supports_batches"]
 
@@ -180,7 +182,8 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             stepped = loop.run_in_executor(thread, lambda: [step_here(*step[1:]) for step in steps])
             waiting.append((-1, stepped))
         if waiting:
-            done = await asyncio.gather(*(awaitable for _, awaitable in waiting))
+            gathered = asyncio.gather(*(awaitable for _, awaitable in waiting))
+            done = await within_step_timeout(gathered)
             for (k, _), reply in zip(waiting, done, strict=True):
                 if k >= 0:
                     replies[k] = reply
@@ -189,10 +192,21 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                         replies[index] = step_reply
         return strict_json({"type": "batch", "data": replies})  # one serialisation for the whole batch
 
+    async def within_step_timeout(gathered: asyncio.Future[Any]) -> Any:
+        """What ``gathered`` returns, or `_Overran` when it runs past the server's step time limit."""
+        limit = ServerEnvironment.step_timeout
+        if limit is None:
+            return await gathered
+        try:
+            return await asyncio.wait_for(asyncio.shield(gathered), limit)  # once a batch: cost is small
+        except asyncio.TimeoutError:  # Python 3.10's is not the builtin TimeoutError
+            raise _Overran(gathered, limit) from None
+
     @app.websocket(BATCH_ROUTE)
     async def batch_endpoint(websocket: WebSocket) -> None:
         await websocket.accept()
         sessions: list[tuple[str, Any]] = []
+        running: asyncio.Future[Any] | None = None  # requests that ran past the step time limit
         # Where this connection's steps run: a slow one holds up this connection only.
         thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-steps")
         try:
@@ -249,10 +263,19 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
                 await websocket.send_text(await run(sessions, message["data"], thread))
         except WebSocketDisconnect:
             pass
+        except _Overran as overran:
+            running = overran.running
+            exc = StepTimeLimitExceeded(overran.limit)
+            if not await end_connection(exc.data(), "a batch ran past the server's --step-timeout"):
+                with contextlib.suppress(Exception):
+                    await send(websocket, {"type": "error", "data": exc.data()})
         except Exception as exc:  # as /ws: say what happened, then end the sessions
             with contextlib.suppress(Exception):
                 await send(websocket, error(str(exc), "SESSION_ERROR"))
         finally:
+            if running is not None:  # its environments are closed only once they have stopped
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(running)
             if sessions:  # shielded: a server shutting down must not leak the other sessions
                 destroy = asyncio.gather(*(server._destroy_session(sid) for sid, _ in sessions))
                 with contextlib.suppress(BaseException):
@@ -260,6 +283,14 @@ def register_batch_route(app: Any, server: Any, action_cls: type) -> None:
             thread.shutdown(wait=False)  # a step still running ends on its own; its reply is dropped
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await websocket.close()
+
+
+class _Overran(Exception):
+    """A batch's requests (``running``) ran past the step time limit (``limit`` seconds)."""
+
+    def __init__(self, running: asyncio.Future[Any], limit: float) -> None:
+        super().__init__(limit)
+        self.running, self.limit = running, limit
 
 
 async def send(websocket: WebSocket, message: dict[str, Any]) -> None:

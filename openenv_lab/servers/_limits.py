@@ -1,4 +1,5 @@
-"""Limits on the WebSocket sessions of our servers: per client address, per batch, and for idle sessions.
+"""Limits on what one client may take from our servers: sessions per client address, per batch, idle
+sessions, the size of a reply, and the time of a step.
 
 `SessionLimits` is ASGI middleware around a server's app. On ``/ws`` and ``/ws/batch`` it
 
@@ -10,14 +11,20 @@
 - closes a connection that sends no request for ``idle_timeout`` seconds (close code 1001, the reason
   says why), which ends its sessions and frees their slots. A client that vanishes without closing (a
   frozen process, a dropped network) is found sooner by the server's WebSocket pings, which the client
-  library answers by itself while its code is idle.
+  library answers by itself while its code is idle;
+- sends, in place of a reply longer than ``max_reply_bytes``, an error whose code is
+  ``REPLY_TOO_LARGE`` (an environment that knows a reply's size in advance, Atari's screens, refuses
+  the request before doing any work instead);
+- lets a step that ran past the server's step time limit end its connection (`end_connection`): the
+  client gets an error whose code is ``STEP_TIMEOUT`` and a close (1008), and the session is gone.
 
-Every other request passes through untouched. The maximum number of sessions per server is the
-framework's own (``max_sessions``); the largest message is uvicorn's ``ws_max_size`` (see `_run.py`).
+On HTTP routes a reply longer than ``max_reply_bytes`` becomes a 400 with a JSON error. The maximum
+number of sessions per server is the framework's own (``max_sessions``); the largest message read is
+uvicorn's ``ws_max_size`` (see `_run.py`).
 
 Example:
     >>> from openenv_lab.servers import Limits
-    >>> Limits(per_client=8).describe()
+    >>> Limits(per_client=8, max_reply_bytes=None).describe()
     'max 8 sessions per client address, idle sessions closed after 3600 s'
 """
 
@@ -26,19 +33,61 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import json
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "LIMIT_CODE", "Limits", "SessionLimits", "batch_refusal"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_REPLY_BYTES",
+    "DEFAULT_STEP_TIMEOUT",
+    "LIMIT_CODE",
+    "REPLY_TOO_LARGE",
+    "STEP_TIMEOUT",
+    "Limits",
+    "SessionLimits",
+    "StepTimeLimitExceeded",
+    "batch_refusal",
+    "end_connection",
+    "reply_too_large",
+]
 
 #: Seconds without a request after which a session is closed (a forgotten notebook's slot comes back).
 DEFAULT_IDLE_TIMEOUT = 3600.0
+#: The longest reply a server sends: five times its largest real observation (an Atari screen of the
+#: largest preprocessing ``screen_size``, 512 x 512 RGB as a JSON list, is about 3 MB).
+DEFAULT_MAX_REPLY_BYTES = 16 << 20
+
+#: Seconds a step may run before its session is ended (``serve --step-timeout``).
+DEFAULT_STEP_TIMEOUT = 600.0
+
 
 #: The error code of a refusal by one of these limits.
 LIMIT_CODE = "LIMIT_EXCEEDED"
+#: The error code of a reply that would have been longer than the server's ``max_reply_bytes``.
+REPLY_TOO_LARGE = "REPLY_TOO_LARGE"
+#: The error code of a step that ran past the server's step time limit (its session ends).
+STEP_TIMEOUT = "STEP_TIMEOUT"
 
 _SESSION_ROUTES = ("/ws", "/ws/batch")
+
+
+class StepTimeLimitExceeded(TimeoutError):
+    """A step ran past the server's step time limit; its session has ended."""
+
+    def __init__(self, limit: float) -> None:
+        super().__init__(
+            f"This step ran for more than {limit:g} s, the server's limit (its --step-timeout): the session "
+            "has ended. Open a new one, with options that make steps cheaper, or run the server with a "
+            "larger --step-timeout"
+        )
+        self.limit = limit
+
+    def data(self) -> dict[str, Any]:
+        """The error message's data, as sent to the client."""
+        return {"message": str(self), "code": STEP_TIMEOUT, "limit": "step_timeout", "seconds": self.limit}
+
 
 #: Whether tasks count their cancellation requests (Python 3.11+), which tells our cancellation apart.
 _uncancel = hasattr(asyncio.Task, "uncancel")
@@ -54,9 +103,11 @@ class Limits:
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     #: Sessions one ``/ws/batch`` connection may hold (so: requests in one batch message).
     max_batch: int | None = None
+    #: Bytes of the longest reply sent (a WebSocket message's text, an HTTP body).
+    max_reply_bytes: int | None = DEFAULT_MAX_REPLY_BYTES
 
     def __post_init__(self) -> None:
-        for name in ("per_client", "idle_timeout", "max_batch"):
+        for name in ("per_client", "idle_timeout", "max_batch", "max_reply_bytes"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive (or None for no limit), got {value!r}")
@@ -70,6 +121,8 @@ class Limits:
             parts.append(f"max {self.max_batch} sessions per /ws/batch connection")
         if self.idle_timeout is not None:
             parts.append(f"idle sessions closed after {self.idle_timeout:g} s")
+        if self.max_reply_bytes is not None:
+            parts.append(f"replies of at most {self.max_reply_bytes:,} bytes")
         return ", ".join(parts) or "no session limits"
 
 
@@ -82,6 +135,9 @@ class SessionLimits:
         self._held: collections.Counter[str] = collections.Counter()  # sessions per client address
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.limits.max_reply_bytes is not None:
+            await self.app(scope, receive, _BoundedHTTPReply(send, self.limits.max_reply_bytes).send)
+            return
         if scope["type"] != "websocket" or scope.get("path") not in _SESSION_ROUTES:
             await self.app(scope, receive, send)
             return
@@ -92,16 +148,13 @@ class SessionLimits:
             await _refuse(receive, send, refusal)
             return
         self._held[address] += asked
+        connection = _Connection(receive, send, self.limits.idle_timeout, self.limits.max_reply_bytes)
+        token = _current.set(connection)
         try:
-            if self.limits.idle_timeout is None:
-                await self.app(scope, receive, send)
-            else:
-                idle = _IdleClose(receive, send, self.limits.idle_timeout)
-                try:
-                    await self.app(scope, idle.receive, idle.send)
-                finally:
-                    idle.stop()
+            await self.app(scope, connection.receive, connection.send)
         finally:
+            connection.stop()
+            _current.reset(token)
             self._held[address] -= asked
             if self._held[address] <= 0:
                 del self._held[address]
@@ -160,8 +213,82 @@ async def _refuse(receive: Any, send: Any, data: dict[str, Any]) -> None:
     await send({"type": "websocket.close", "code": 1008, "reason": "limit exceeded"})
 
 
-class _IdleClose:
-    """``receive``/``send`` of one connection that close it after ``seconds`` without a client message.
+def reply_too_large(size: int, limit: int) -> dict[str, Any]:
+    """The error data sent in place of a reply of ``size`` bytes, over the server's ``limit``."""
+    return {
+        "message": f"The reply would be {size:,} bytes, more than this server sends ({limit:,}, its "
+        "--max-reply-bytes): ask for smaller observations (Atari: a smaller screen_size, "
+        "screen_encoding='zlib'), or run the server with a larger --max-reply-bytes",
+        "code": REPLY_TOO_LARGE,
+        "limit": "max_reply_bytes",
+        "size": size,
+        "max_reply_bytes": limit,
+    }
+
+
+#: The WebSocket connection whose request is being handled (set by `SessionLimits` for the handler's task).
+_current: contextvars.ContextVar[_Connection | None] = contextvars.ContextVar("connection", default=None)
+
+
+async def end_connection(data: dict[str, Any], reason: str) -> bool:
+    """End the WebSocket connection whose request is being handled: send ``data`` as an error message,
+    then close it (1008, ``reason``); its handler then reads a disconnect, as a client that left. False
+    when there is none (an HTTP request, an app without `SessionLimits`)."""
+    connection = _current.get()
+    if connection is None:
+        return False
+    await connection.end(data, reason)
+    return True
+
+
+class _BoundedHTTPReply:
+    """The ``send`` of one HTTP request that turns a reply longer than ``limit`` (by its content-length)
+    into a 400 with `reply_too_large`'s JSON."""
+
+    def __init__(self, send: Any, limit: int) -> None:
+        self._send = send
+        self._limit = limit
+        self._refused = False
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            size = _content_length(message.get("headers", ()))
+            if size is not None and size > self._limit:
+                self._refused = True
+                body = json.dumps({"detail": reply_too_large(size, self._limit)["message"]}).encode()
+                length = str(len(body)).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", length)]
+                await self._send({"type": "http.response.start", "status": 400, "headers": headers})
+                await self._send({"type": "http.response.body", "body": body})
+                return
+        elif self._refused:
+            return  # the refused reply's body
+        await self._send(message)
+
+
+def _content_length(headers: Any) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            with contextlib.suppress(ValueError):
+                return int(value)
+    return None
+
+
+def _message_size(message: dict[str, Any], limit: int) -> int:
+    """The bytes of a WebSocket message, counted only where they could exceed ``limit`` (a text of n
+    characters is n to 4n bytes in UTF-8)."""
+    text = message.get("text")
+    if text is None:
+        return len(message.get("bytes") or b"")
+    if len(text) > limit or 4 * len(text) <= limit:
+        return len(text)
+    return len(text.encode())
+
+
+class _Connection:
+    """``receive``/``send`` of one WebSocket connection: they close it after ``seconds`` without a client
+    message (none: never), send an error in place of a message longer than ``max_reply`` bytes, and end
+    it on request (`end`).
 
     On Python 3.11+ one timer per connection watches the waits: it fires at the earliest moment the
     current wait could have lasted ``seconds``, and either cancels that wait (an idle close) or sets
@@ -172,10 +299,11 @@ class _IdleClose:
     a cancellation leaves with its message still queued.
     """
 
-    def __init__(self, receive: Any, send: Any, seconds: float) -> None:
+    def __init__(self, receive: Any, send: Any, seconds: float | None, max_reply: int | None = None) -> None:
         self._receive = receive
         self._send = send
         self._seconds = seconds
+        self._max_reply = max_reply
         self._connected = False
         self._closed = False
         self._pending: asyncio.Future[Any] | None = None  # Python 3.10: the receive being waited on
@@ -188,7 +316,7 @@ class _IdleClose:
     async def receive(self) -> Any:
         if self._closed:
             return {"type": "websocket.disconnect", "code": 1001}
-        if not self._connected:  # the handshake's event: no timeout before the route accepts
+        if self._seconds is None or not self._connected:  # the handshake's event: no timeout before accept
             self._connected = True
             return await self._receive()
         if _uncancel:
@@ -225,16 +353,33 @@ class _IdleClose:
                 return message
             self._pending.cancel()
             self._pending = None
-        self._closed = True
-        self.stop()
         reason = f"no request for {self._seconds:g} s: idle session closed (server's --idle-timeout)"
-        with contextlib.suppress(Exception):
-            await self._send({"type": "websocket.close", "code": 1001, "reason": reason[:120]})
+        await self._close(1001, reason)
         return {"type": "websocket.disconnect", "code": 1001}
 
+    async def end(self, data: dict[str, Any], reason: str) -> None:
+        """Send ``data`` as an error message, then close the connection (1008, ``reason``)."""
+        if self._closed:
+            return
+        with contextlib.suppress(Exception):
+            await self._send({"type": "websocket.send", "text": json.dumps({"type": "error", "data": data})})
+        await self._close(1008, reason)
+
+    async def _close(self, code: int, reason: str) -> None:
+        self._closed = True
+        self.stop()
+        with contextlib.suppress(Exception):
+            await self._send({"type": "websocket.close", "code": code, "reason": reason[:120]})
+
     async def send(self, message: Any) -> None:
-        if not self._closed:  # after an idle close, the route's own goodbye has nowhere to go
-            await self._send(message)
+        if self._closed:  # after an idle close or an end, the route's own goodbye has nowhere to go
+            return
+        if self._max_reply is not None and message["type"] == "websocket.send":
+            size = _message_size(message, self._max_reply)
+            if size > self._max_reply:
+                refusal = {"type": "error", "data": reply_too_large(size, self._max_reply)}
+                message = {"type": "websocket.send", "text": json.dumps(refusal)}
+        await self._send(message)
 
     def stop(self) -> None:
         """Stop watching (the connection has ended)."""

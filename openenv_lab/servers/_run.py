@@ -21,7 +21,13 @@ from typing import Any
 from ..optional_imports import hidden_module
 from ..ranges import Range
 from ._auth import TOKEN_VARIABLE, TokenGate, needs_token, server_token
-from ._limits import DEFAULT_IDLE_TIMEOUT, Limits, SessionLimits
+from ._limits import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_STEP_TIMEOUT,
+    Limits,
+    SessionLimits,
+)
 from .catalogue import get_bundled_server
 
 __all__ = ["ANNOUNCE_PREFIX", "LOG_LEVELS", "SERVE_RANGES", "ServeOptions", "run_server"]
@@ -39,6 +45,8 @@ SERVE_RANGES = {
     "max_batch": Range(1, 10_000),
     "idle_timeout": Range(0.01, 1e7, integer=False),
     "ping_interval": Range(0.01, 86_400, integer=False),
+    "step_timeout": Range(0.01, 1e7, integer=False),
+    "max_reply_bytes": Range(1024, 1 << 30),
 }
 
 
@@ -47,7 +55,9 @@ class ServeOptions:
     """How a server process runs, apart from its environment's options and its address: the settings of
     `run_server` (and the ``openenv-lab serve`` flags) that every replica of a fleet shares.
 
-    ``None`` is the server's own default (``idle_timeout=None``: sessions are never closed for idling).
+    ``None`` is the server's own default, or no limit where the default is a number
+    (``idle_timeout=None``: sessions are never closed for idling; ``step_timeout=None``: a step may run
+    for ever).
 
     Example:
         >>> from openenv_lab.servers import ServeOptions
@@ -61,6 +71,11 @@ class ServeOptions:
     max_batch: int | None = None
     idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
     ping_interval: float = 20.0
+    #: Seconds a step may run before its session is ended with an error (`_limits.StepTimeLimitExceeded`).
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
+    #: Bytes of the longest reply (`_limits.reply_too_large`); a request whose replies would be longer is
+    #: refused, before any work where the size is known in advance (Atari's screens).
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     #: Steps on the event loop rather than a worker thread of each session: faster for cheap steps
     #: (benchmarks/isolation.py), but while one session steps every other waits (`openenv_lab.servers._base`).
     inline_steps: bool = False
@@ -84,7 +99,7 @@ class ServeOptions:
             if isinstance(value, bool):
                 flags.append(flag)  # a switch: given only when on
             else:
-                flags += [flag, str(0 if value is None else value)]  # --idle-timeout 0: never
+                flags += [flag, str(0 if value is None else value)]  # --idle-timeout 0: never, and so on
         return flags
 
 
@@ -108,9 +123,10 @@ def run_server(
     everyone instead. `ServeOptions` says the rest: ``max_message_bytes`` caps the WebSocket messages it
     reads (default: the server's own, `BundledServer.max_message_bytes`); ``max_sessions_per_client``,
     ``max_batch`` (default: its ``max_sessions``, at most the family's default, for which its message
-    limit is sized) and ``idle_timeout`` (seconds; None: never) are the session limits of
-    `openenv_lab.servers._limits`; ``ping_interval`` is how often the server pings each WebSocket (a
-    client that does not answer within as long again is dropped and its sessions freed)."""
+    limit is sized), ``idle_timeout`` (seconds; None: never), ``max_reply_bytes`` and ``step_timeout``
+    (seconds; None: never) are the limits of `openenv_lab.servers._limits`; ``ping_interval`` is how
+    often the server pings each WebSocket (a client that does not answer within as long again is dropped
+    and its sessions freed)."""
     import uvicorn
 
     settings = serve_options or ServeOptions()
@@ -119,19 +135,23 @@ def run_server(
     _import_jsonschema_without_iri_format()
     bundled = get_bundled_server(name)
     app = bundled.make_app(max_sessions=max_sessions, **options)
-    if settings.inline_steps:
-        from ._base import ServerEnvironment
+    from ._base import ServerEnvironment
 
-        ServerEnvironment.inline_steps = True  # one server per process: every session of it
+    # One server per process: these hold for every session of it.
+    ServerEnvironment.inline_steps = settings.inline_steps
+    ServerEnvironment.step_timeout = settings.step_timeout
+    ServerEnvironment.max_reply_bytes = settings.max_reply_bytes
     default = bundled.default_max_sessions
     limits = Limits(
         per_client=settings.max_sessions_per_client,
         idle_timeout=settings.idle_timeout,
         max_batch=settings.max_batch or min(max_sessions or default, default),
+        max_reply_bytes=settings.max_reply_bytes,
     )
     app.state.limits = limits  # read by GET /capacity
-    app = SessionLimits(app, limits)
     required, generated = server_token(host, token, open_to_all=open_to_all)
+    app.state.bearer = required is not None  # the OpenAPI document declares the token
+    app = SessionLimits(app, limits)
     if required is not None:
         app = TokenGate(app, required)
     sock = _listen(host, port)

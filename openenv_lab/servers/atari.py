@@ -167,6 +167,7 @@ class AtariEnvironment(ServerEnvironment):
                 "preprocessing skips frames itself (its frame_skip): reset with frameskip=1, as gymnasium's "
                 "AtariPreprocessing needs"
             )
+        self.check_reply_size(_reply_bytes(chosen["obs_type"], prepared, screen_encoding), "This reset")
         self._load(chosen, seed)
         ale = self._ale
         assert ale is not None
@@ -392,6 +393,23 @@ class AtariEnvironment(ServerEnvironment):
             if not self._palette_ok:
                 self._palette = None
         return pixels[touched]
+
+
+#: The ALE's screen (every game's), and the bytes of an observation's other fields, at most.
+_ALE_SCREEN = (210, 160)
+_OTHER_FIELDS_BYTES = 4096
+
+
+def _reply_bytes(obs_type: str, prepared: Preprocessing | None, encoding: str) -> int:
+    """The most bytes an observation of these settings takes as JSON: a JSON list's value is at most 4
+    bytes (``255,``); base64 makes 4 bytes of 3, and zlib may add a little to incompressible screens."""
+    if prepared is not None:
+        width, height = prepared.screen_size
+        values = width * height * (1 if prepared.grayscale_obs else 3)
+    else:
+        values = {"rgb": 3, "grayscale": 1}.get(obs_type, 0) * _ALE_SCREEN[0] * _ALE_SCREEN[1] or 128
+    screen = 4 * values if encoding == "json" else 4 * (values + values // 1000 + 64) // 3 + 4
+    return screen + _OTHER_FIELDS_BYTES
 
 
 def _end_reason(ale: Any, terminated: bool, truncated: bool) -> str | None:

@@ -86,8 +86,12 @@ def test_a_loopback_server_needs_a_token_only_when_given_one():
         url = banner[0].split(" listening on ")[1].split()[0]
         assert len(banner) == 1  # nothing generated, nothing printed
         assert httpx.get(url + "/schema", timeout=10).status_code == 401
-        ok = httpx.get(url + "/schema", headers={"Authorization": "Bearer sesame"}, timeout=10)
-        assert ok.status_code == 200 and "action" in ok.json()
+        for header in ("Bearer sesame", "bearer sesame", "BEARER  sesame"):  # RFC 7235: any case
+            ok = httpx.get(url + "/schema", headers={"Authorization": header}, timeout=10)
+            assert ok.status_code == 200 and "action" in ok.json(), header
+        for header in ("Basic sesame", "Bearersesame", "sesame", "Bearer sesam"):
+            refused = httpx.get(url + "/schema", headers={"Authorization": header}, timeout=10)
+            assert refused.status_code == 401, header
     finally:
         process.terminate()
         process.wait(10)

@@ -1,6 +1,6 @@
 """The idle close of `SessionLimits`, driven through its ASGI interface on a real event loop.
 
-One timer per connection watches the waits for a client message (`_limits._IdleClose`); these tests pin
+One timer per connection watches the waits for a client message (`_limits._Connection`); these tests pin
 what that timer must get right: a long wait closes, a long step does not, a cancellation that is not the
 timer's (a server stopping) is never taken for an idle close, and no timer outlives its connection.
 The end-to-end idle close over a real server is in ``test_limits.py``.
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from openenv_lab.servers import Limits
-from openenv_lab.servers._limits import SessionLimits, _IdleClose
+from openenv_lab.servers._limits import SessionLimits, _Connection
 
 SECONDS = 0.2
 SCOPE = {"type": "websocket", "path": "/ws", "client": ("127.0.0.1", 5000), "query_string": b""}
@@ -123,14 +123,14 @@ def test_a_cancellation_that_is_not_the_timers_is_never_taken_for_an_idle_close(
     if also_expired and not hasattr(asyncio.Task, "uncancel"):
         pytest.skip("Python 3.10 waits in a task of its own: there is no timer to race with")
     if also_expired:  # the server stops in the very loop iteration the idle timer fires
-        check = _IdleClose._check
+        check = _Connection._check
 
-        def check_and_stop(self: _IdleClose) -> None:
+        def check_and_stop(self: _Connection) -> None:
             check(self)
             if self._expired:
                 self._task.cancel()
 
-        monkeypatch.setattr(_IdleClose, "_check", check_and_stop)
+        monkeypatch.setattr(_Connection, "_check", check_and_stop)
 
     async def main() -> None:
         connection = Connection()

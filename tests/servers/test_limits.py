@@ -10,6 +10,7 @@ import sys
 import time
 
 import gymnasium as gym
+import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
@@ -217,3 +218,42 @@ def test_serve_options_refuse_what_no_server_could_honour_and_name_it():
         "--ping-interval",
         "5",
     ]
+
+
+@pytest.mark.slow
+def test_replies_over_max_reply_bytes_are_refused_before_the_work_where_their_size_is_known():
+    """Atari knows a screen's size at reset: the reset is refused, naming the flag, and the session goes
+    on. Elsewhere the reply is replaced by a REPLY_TOO_LARGE error (WebSocket) or a 400 (HTTP)."""
+    process, banner = serve_cli("atari", "--max-reply-bytes", "300000")
+    try:
+        url = banner[0].split(" listening on ")[1].split()[0]
+        with Session(url) as session:
+            with pytest.raises(ServerError, match="--max-reply-bytes") as refused:
+                session.reset(game="pong")  # an RGB screen as a JSON list: 403,200 bytes at most
+            assert "about 407,296 bytes" in str(refused.value)
+            small = session.reset(game="pong", screen_encoding="zlib")  # base64 of zlib: fits
+            assert small.observation["screen_shape"] == [210, 160, 3]
+            grey = session.reset(game="pong", obs_type="grayscale")  # 134,400 bytes at most: fits
+            assert len(grey.observation["screen"]) == 210 * 160
+        reply = httpx.post(url + "/reset", json={"game": "pong"}, timeout=30)
+        assert reply.status_code == 400 and "--max-reply-bytes" in reply.json()["detail"], reply.text
+    finally:
+        process.terminate()
+        process.wait(10)
+    process, banner = serve_cli("echo", "--max-reply-bytes", "2048")
+    try:
+        url = banner[0].split(" listening on ")[1].split()[0]
+        with _raw(url) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {}}))
+            ws.recv(timeout=10)
+            ws.send(json.dumps({"type": "step", "data": {"message": "é" * 1500}}))  # 3,000 bytes echoed
+            error = json.loads(ws.recv(timeout=10))
+            assert error["type"] == "error" and error["data"]["code"] == "REPLY_TOO_LARGE", error
+            assert error["data"]["size"] > 2048 and "--max-reply-bytes" in error["data"]["message"]
+            ws.send(json.dumps({"type": "step", "data": {"message": "short"}}))  # the session goes on
+            assert json.loads(ws.recv(timeout=10))["type"] == "observation"
+        schema = httpx.get(url + "/openapi.json", timeout=10)  # an HTTP reply over the limit
+        assert schema.status_code == 400 and "--max-reply-bytes" in schema.json()["detail"]
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from openenv_lab.client import Client, Keepalive, Session
-from tests.helpers import read_line
+from tests.helpers import read_line, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How long the deliberately slow step keeps the CPU busy.
@@ -137,3 +138,51 @@ def test_a_servers_steps_run_on_a_worker_thread_unless_inline():
     env.inline_steps = True  # as `serve --inline-steps` sets it for the whole process
     asyncio.run(env.step_async(EchoAction(message="hi")))
     assert where[-1] == threading.current_thread().name
+
+
+@pytest.mark.slow
+def test_a_step_past_the_step_timeout_ends_its_session_and_no_other(tmp_path):
+    """``--step-timeout``: the client gets a STEP_TIMEOUT error and a close at the limit, not when the step
+    returns; the other sessions go on; the environment is closed only once its step has returned."""
+    closed_log = tmp_path / "closed.log"
+    with slow_server("--step-timeout", "1.5", "--closed-log", str(closed_log)) as url:
+        with Session(url) as other:
+            other.reset()
+            with connect(url.replace("http://", "ws://") + "/ws", open_timeout=10) as long:
+                long.send(json.dumps({"type": "reset", "data": {}}))
+                assert json.loads(long.recv(timeout=10))["type"] == "observation"
+                started = time.perf_counter()
+                long.send(json.dumps({"type": "step", "data": {"seconds": 5}}))
+                error = json.loads(long.recv(timeout=30))
+                waited = time.perf_counter() - started
+                with pytest.raises(ConnectionClosed) as ended:
+                    long.recv(timeout=10)
+            assert error["type"] == "error" and error["data"]["code"] == "STEP_TIMEOUT", error
+            assert "--step-timeout" in error["data"]["message"] and error["data"]["seconds"] == 1.5
+            assert 1.5 <= waited < 4, waited  # at the limit, not when the 5 s step returns
+            assert ended.value.rcvd is not None and ended.value.rcvd.code == 1008
+            assert other.step({"seconds": 0}).observation["took"] < 1  # the other session goes on
+            assert wait_for(
+                lambda: closed_log.exists() and "closed after 1 steps" in closed_log.read_text(), 30
+            )
+        assert "MID-STEP" not in closed_log.read_text()
+
+
+@pytest.mark.slow
+def test_a_batch_past_the_step_timeout_ends_its_connection_and_over_http_it_is_a_504():
+    with slow_server("--step-timeout", "1") as url:
+        with connect(url.replace("http://", "ws://") + "/ws/batch?sessions=2", open_timeout=10) as batch:
+            resets = [{"session": i, "type": "reset"} for i in (0, 1)]
+            batch.send(json.dumps({"type": "batch", "data": resets}))
+            json.loads(batch.recv(timeout=30))
+            entries = [{"session": 0, "type": "step", "data": {"seconds": 4}}]
+            batch.send(json.dumps({"type": "batch", "data": entries}))
+            error = json.loads(batch.recv(timeout=30))
+            assert error["type"] == "error" and error["data"]["code"] == "STEP_TIMEOUT", error
+            with pytest.raises(ConnectionClosed):
+                batch.recv(timeout=10)
+        reply = httpx.post(url + "/step", json={"action": {"seconds": 3, "burn": False}}, timeout=30)
+        assert reply.status_code == 504 and "--step-timeout" in reply.json()["detail"], reply.text
+        with Session(url) as fresh:  # the server serves everyone afterwards
+            fresh.reset()
+            assert fresh.step({"seconds": 0}).observation["took"] < 1
