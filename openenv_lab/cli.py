@@ -25,9 +25,6 @@ from .client.spaces import SERVER_TOKEN_VARIABLE
 from .ranges import Range
 from .servers import (
     BUNDLED_SERVERS,
-    DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_REPLY_BYTES,
-    DEFAULT_STEP_TIMEOUT,
     LOG_LEVELS,
     SERVE_RANGES,
     ServeOptions,
@@ -70,58 +67,7 @@ def _parser() -> argparse.ArgumentParser:
             default=None,
             help=f"concurrent sessions allowed (default: {spec.default_max_sessions})",
         )
-        sub.add_argument("--log-level", default="warning", choices=LOG_LEVELS)
-        sub.add_argument(
-            "--max-message-bytes",
-            type=_parse_in(SERVE_RANGES["max_message_bytes"]),
-            default=None,
-            help=f"largest WebSocket message read (default: {spec.max_message_bytes:,}; larger ones close "
-            "the connection with code 1009)",
-        )
-        sub.add_argument(
-            "--max-sessions-per-client",
-            type=_parse_in(SERVE_RANGES["max_sessions_per_client"]),
-            default=None,
-            help="sessions one client address may hold (default: as many as the server allows)",
-        )
-        sub.add_argument(
-            "--max-batch",
-            type=_parse_in(SERVE_RANGES["max_batch"]),
-            default=None,
-            help=f"sessions one /ws/batch connection may hold (default: {spec.default_max_sessions})",
-        )
-        sub.add_argument(
-            "--idle-timeout",
-            type=_parse_in(SERVE_RANGES["idle_timeout"], zero=True),
-            default=DEFAULT_IDLE_TIMEOUT,
-            help="close a session after this many seconds without a request (default: %(default)g; 0: never)",
-        )
-        sub.add_argument(
-            "--ping-interval",
-            type=_parse_in(SERVE_RANGES["ping_interval"]),
-            default=20.0,
-            help="seconds between WebSocket pings; a client silent for as long again is dropped and its "
-            "sessions freed (default: %(default)g)",
-        )
-        sub.add_argument(
-            "--step-timeout",
-            type=_parse_in(SERVE_RANGES["step_timeout"], zero=True),
-            default=DEFAULT_STEP_TIMEOUT,
-            help="end a session whose step runs longer than this many seconds, with an error (default: "
-            "%(default)g; 0: never)",
-        )
-        sub.add_argument(
-            "--max-reply-bytes",
-            type=_parse_in(SERVE_RANGES["max_reply_bytes"]),
-            default=DEFAULT_MAX_REPLY_BYTES,
-            help="longest reply sent; a request for larger observations gets an error (default: %(default)s)",
-        )
-        sub.add_argument(
-            "--inline-steps",
-            action="store_true",
-            help="run steps on the event loop, not a worker thread per session: a little faster for cheap "
-            "steps, but while one session steps every other waits",
-        )
+        _add_serve_flags(sub, spec)
         sub.add_argument(
             "--token",
             default=None,
@@ -271,6 +217,36 @@ def _parse_positive(text: str) -> int:
     return value
 
 
+def _add_serve_flags(parser: argparse.ArgumentParser, spec: Any) -> None:
+    """The flags of `ServeOptions`' fields (each declared once, with its help, in ``servers/_run.py``)."""
+    for field in ServeOptions.flag_fields():
+        flag = "--" + field.name.replace("_", "-")
+        help_text = field.metadata["help"].format(spec=spec)
+        if field.type in (bool, "bool"):
+            parser.add_argument(flag, action="store_true", help=help_text)
+            continue
+        if field.name == "log_level":
+            parser.add_argument(
+                flag, default=field.default, choices=LOG_LEVELS, help=f"{help_text} (default: %(default)s)"
+            )
+            continue
+        never = field.metadata["never"]
+        if field.default is not None:
+            help_text += f" (default: %(default)s{'; 0: never' if never else ''})"
+        parser.add_argument(
+            flag, type=_parse_in(SERVE_RANGES[field.name], zero=never), default=field.default, help=help_text
+        )
+
+
+def _serve_options(args: argparse.Namespace) -> ServeOptions:
+    """The `ServeOptions` the flags ask for (0 is None, no limit, where a flag takes it)."""
+    values = {}
+    for field in ServeOptions.flag_fields():
+        value = getattr(args, field.name)
+        values[field.name] = None if field.metadata["never"] and value == 0 else value
+    return ServeOptions(**values)
+
+
 def _parse_in(allowed: Range, *, zero: bool = False) -> Any:
     """An argparse type: a number in ``allowed`` (or 0, with ``zero``), else an error naming the range."""
 
@@ -325,17 +301,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     options = {name: getattr(args, name) for name in args.options}
     try:
-        serve_options = ServeOptions(
-            log_level=args.log_level,
-            max_message_bytes=args.max_message_bytes,
-            max_sessions_per_client=args.max_sessions_per_client,
-            max_batch=args.max_batch,
-            idle_timeout=args.idle_timeout or None,
-            ping_interval=args.ping_interval,
-            step_timeout=args.step_timeout or None,
-            max_reply_bytes=args.max_reply_bytes,
-            inline_steps=args.inline_steps,
-        )
+        serve_options = _serve_options(args)
     except ValueError as exc:
         print(f"openenv-lab serve: {exc}", file=sys.stderr)
         return 2

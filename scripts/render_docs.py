@@ -105,16 +105,14 @@ def preprocessing_options() -> str:
 
 def serve_options() -> str:
     """The flags every server takes (`ServeOptions` and ``--max-sessions``)."""
-    defaults = ServeOptions()
-    unset = {
-        "max_sessions_per_client": "no limit",
-        "max_batch": "`--max-sessions`, at most the family's",
-    }
+    fields = {field.name: field for field in ServeOptions.flag_fields()}
     rows = []
     for name, allowed in SERVE_RANGES.items():
-        default = getattr(defaults, name, None)
-        shown = unset.get(name, "the family's") if default is None else f"`{default!r}`"
-        extra = " (0: never)" if name in ("idle_timeout", "step_timeout") else ""
+        field = fields.get(name)
+        default = None if field is None else field.default
+        unset = "the family's" if field is None else field.metadata["unset"]
+        shown = unset if default is None else f"`{default!r}`"
+        extra = " (0: never)" if field is not None and field.metadata["never"] else ""
         rows.append([f"`--{name.replace('_', '-')}`", f"{allowed}{extra}", shown])
     return _table(["flag", "takes", "default"], rows)
 

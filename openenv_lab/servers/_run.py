@@ -50,6 +50,13 @@ SERVE_RANGES = {
 }
 
 
+def _flag(default: Any, help: str, *, unset: str | None = None, never: bool = False) -> Any:
+    """A `ServeOptions` field and its ``serve`` flag: ``help`` (``{spec}`` is the family's
+    `BundledServer`), ``unset`` (what ``None`` means, in the docs), ``never`` (the flag takes 0 for
+    ``None``: no limit)."""
+    return dataclasses.field(default=default, metadata={"help": help, "unset": unset, "never": never})
+
+
 @dataclasses.dataclass(frozen=True)
 class ServeOptions:
     """How a server process runs, apart from its environment's options and its address: the settings of
@@ -65,20 +72,47 @@ class ServeOptions:
         ['--max-batch', '8', '--idle-timeout', '0']
     """
 
-    log_level: str = "warning"
-    max_message_bytes: int | None = None
-    max_sessions_per_client: int | None = None
-    max_batch: int | None = None
-    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT
-    ping_interval: float = 20.0
+    log_level: str = _flag("warning", "uvicorn's log level")
+    max_message_bytes: int | None = _flag(
+        None,
+        "largest WebSocket message read (default: {spec.max_message_bytes:,}; larger ones close the "
+        "connection with code 1009)",
+        unset="the family's",
+    )
+    max_sessions_per_client: int | None = _flag(
+        None, "sessions one client address may hold (default: as many as the server allows)", unset="no limit"
+    )
+    max_batch: int | None = _flag(
+        None,
+        "sessions one /ws/batch connection may hold (default: {spec.default_max_sessions})",
+        unset="`--max-sessions`, at most the family's",
+    )
+    idle_timeout: float | None = _flag(
+        DEFAULT_IDLE_TIMEOUT, "close a session after this many seconds without a request", never=True
+    )
+    ping_interval: float = _flag(
+        20.0,
+        "seconds between WebSocket pings; a client silent for as long again is dropped and its sessions "
+        "freed",
+    )
     #: Seconds a step may run before its session is ended with an error (`_limits.StepTimeLimitExceeded`).
-    step_timeout: float | None = DEFAULT_STEP_TIMEOUT
+    step_timeout: float | None = _flag(
+        DEFAULT_STEP_TIMEOUT,
+        "end a session whose step runs longer than this many seconds, with an error",
+        never=True,
+    )
     #: Bytes of the longest reply (`_limits.reply_too_large`); a request whose replies would be longer is
     #: refused, before any work where the size is known in advance (Atari's screens).
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_reply_bytes: int = _flag(
+        DEFAULT_MAX_REPLY_BYTES, "longest reply sent; a request for larger observations gets an error"
+    )
     #: Steps on the event loop rather than a worker thread of each session: faster for cheap steps
     #: (benchmarks/isolation.py), but while one session steps every other waits (`openenv_lab.servers._base`).
-    inline_steps: bool = False
+    inline_steps: bool = _flag(
+        False,
+        "run steps on the event loop, not a worker thread per session: a little faster for cheap steps, "
+        "but while one session steps every other waits",
+    )
 
     def __post_init__(self) -> None:
         if self.log_level not in LOG_LEVELS:
@@ -87,6 +121,12 @@ class ServeOptions:
             value = getattr(self, field.name)
             if field.name in SERVE_RANGES and value is not None:
                 SERVE_RANGES[field.name].check(field.name, value)
+
+    @staticmethod
+    def flag_fields() -> tuple[dataclasses.Field[Any], ...]:
+        """The fields, each with its flag's ``help``, ``unset`` and ``never`` in its metadata (the command
+        line and ``docs/options.md`` are made from them)."""
+        return dataclasses.fields(ServeOptions)
 
     def flags(self) -> list[str]:
         """The ``openenv-lab serve`` flags that ask for these settings (those not at their default)."""

@@ -220,6 +220,39 @@ def test_serve_options_refuse_what_no_server_could_honour_and_name_it():
     ]
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"idle_timeout": None, "step_timeout": None},  # 0 on the command line: no limit
+        {
+            "log_level": "debug",
+            "max_message_bytes": 2048,
+            "max_sessions_per_client": 3,
+            "max_batch": 4,
+            "idle_timeout": 7.5,
+            "ping_interval": 2.0,
+            "step_timeout": 30.0,
+            "max_reply_bytes": 4096,
+            "inline_steps": True,
+        },
+    ],
+)
+def test_every_serve_option_is_a_flag_of_serve_and_comes_back_whole(options):
+    """`ServeOptions` declares each flag once: what `flags()` writes, ``openenv-lab serve`` reads back."""
+    import dataclasses
+
+    from openenv_lab import cli
+    from openenv_lab.servers import ServeOptions
+
+    wanted = ServeOptions(**options)
+    if options and len(options) > 2:
+        assert set(options) == {field.name for field in dataclasses.fields(ServeOptions)}  # all of them
+    for server in BUNDLED_SERVERS:
+        args = cli._parser().parse_args(["serve", server, *wanted.flags()])
+        assert cli._serve_options(args) == wanted
+
+
 @pytest.mark.slow
 def test_replies_over_max_reply_bytes_are_refused_before_the_work_where_their_size_is_known():
     """Atari knows a screen's size at reset: the reset is refused, naming the flag, and the session goes
