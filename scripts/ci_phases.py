@@ -1,11 +1,14 @@
 """Where a `.ci/run` went: its phases' wall times, as a table and as JSON.
 
 `.ci/run` appends one line per phase to ``test-artifacts/ci-phases.tsv`` (name, start and end in Unix
-seconds, exit status) and calls this script when it ends, however it ends. Phases that ran side by side
-(the venvs, the Colab tier, the Docker engine) overlap in the table; "before the tests" is the span from the
-run's start to the README's test command, "whole run" the span to the end.
+seconds, exit status, and the machine's CPU clock ticks over it, busy and in all) and calls this script
+when it ends, however it ends. Phases that ran side by side (the venvs, the Colab tier, the Docker engine)
+overlap in the table; "before the tests" is the span from the run's start to the README's test command,
+"whole run" the span to the end. "cpu busy" is how busy the whole machine was during a phase (all its
+CPUs, whatever ran): where it is near 100%, the phase's time is CPU work, which no reordering shortens.
 
-    python scripts/ci_phases.py test-artifacts/ci-phases.tsv --started 1764975600 --json ci-phases.json
+    python scripts/ci_phases.py test-artifacts/ci-phases.tsv --started 1764975600 --cpu-started "9 20" \
+        --json ci-phases.json
     python scripts/ci_phases.py --fast-tier benchmarks/results/ci.json   # time the README's fast tier too
 
 The JSON of a clean-clone run, copied to ``benchmarks/results/ci.json`` with the fast tier's time added, is
@@ -38,6 +41,8 @@ class Phase:
     start: float
     end: float
     status: int
+    #: The share of the machine's CPU time that was busy during the phase (None: not measured).
+    cpu_busy: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -49,9 +54,35 @@ def read(path: Path) -> list[Phase]:
     phases = []
     for line in path.read_text().splitlines():
         fields = line.split("\t")
-        if len(fields) == 4 and all(field.lstrip("-").isdigit() for field in fields[1:]):
-            phases.append(Phase(fields[0], float(fields[1]), float(fields[2]), int(fields[3])))
+        if len(fields) not in (4, 6) or not all(field.lstrip("-").isdigit() for field in fields[1:4]):
+            continue
+        busy = share(*fields[4:6]) if len(fields) == 6 else None
+        phases.append(Phase(fields[0], float(fields[1]), float(fields[2]), int(fields[3]), busy))
     return sorted(phases, key=lambda phase: phase.start)
+
+
+def share(busy: str, total: str) -> float | None:
+    """``busy`` ticks over ``total`` ticks, or None where they were not measured (``-``) or no time passed."""
+    if not (busy.isdigit() and total.isdigit()) or int(total) == 0:
+        return None
+    return int(busy) / int(total)
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+    """The machine's CPU time so far, busy and in all (clock ticks, as .ci/run's ``cpu_ticks``)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [int(value) for value in fields[1:10]]
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
+    return busy, busy + ticks[3] + ticks[4]
+
+
+def percent(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.0f}%"
 
 
 def minutes(seconds: float) -> str:
@@ -70,17 +101,24 @@ def summary(phases: list[Phase], started: float, ended: float) -> dict[str, floa
     }
 
 
-def table(phases: list[Phase], started: float, ended: float) -> str:
-    """The phases as a text table: when each began (from the run's start), how long it took, its status."""
+def table(phases: list[Phase], started: float, ended: float, cpu_busy: float | None = None) -> str:
+    """The phases as a text table: when each began (from the run's start), how long it took, its status,
+    how busy the machine's CPUs were meanwhile; ``cpu_busy`` is the whole run's."""
     width = max([len(phase.name) for phase in phases] + [len("before the tests")])
-    lines = [f"{'phase':{width}}  from   took   status", f"{'-' * width}  -----  -----  ------"]
+    lines = [
+        f"{'phase':{width}}  from   took   status  cpu busy",
+        f"{'-' * width}  -----  -----  ------  --------",
+    ]
     for phase in phases:
         status = "ok" if phase.status == 0 else f"exit {phase.status}"
         began, took = minutes(phase.start - started), minutes(phase.seconds)
-        lines.append(f"{phase.name:{width}}  {began:>5}  {took:>5}  {status}")
+        lines.append(
+            f"{phase.name:{width}}  {began:>5}  {took:>5}  {status:6}  {percent(phase.cpu_busy):>8}".rstrip()
+        )
     spans = summary(phases, started, ended)
     lines.append(f"{'before the tests':{width}}  {'0:00':>5}  {minutes(spans['before_tests_s']):>5}")
-    lines.append(f"{'whole run':{width}}  {'0:00':>5}  {minutes(spans['whole_run_s']):>5}")
+    whole = f"{'whole run':{width}}  {'0:00':>5}  {minutes(spans['whole_run_s']):>5}"
+    lines.append(f"{whole}  {'':6}  {percent(cpu_busy):>8}".rstrip())
     return "\n".join(lines)
 
 
@@ -120,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--started", type=float, help="when the run began (Unix seconds; default: the first phase's start)"
     )
+    parser.add_argument(
+        "--cpu-started", metavar="'BUSY TOTAL'", help="the machine's CPU ticks when the run began (.ci/run's)"
+    )
     parser.add_argument("--json", type=Path, help="also write the phases and spans here")
     args = parser.parse_args(argv)
     if args.fast_tier is not None:
@@ -132,14 +173,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     started = args.started if args.started is not None else phases[0].start
     ended = max(time.time(), *(phase.end for phase in phases))
-    print("\nWhere this run's time went (phases side by side overlap):")
-    print(table(phases, started, ended))
+    cpu_busy = None
+    now = cpu_ticks()
+    if args.cpu_started and now is not None and len(args.cpu_started.split()) == 2:
+        busy, total = args.cpu_started.split()
+        if busy.isdigit() and total.isdigit():
+            cpu_busy = share(str(now[0] - int(busy)), str(now[1] - int(total)))
+    print("\nWhere this run's time went (phases side by side overlap; cpu busy: of the whole machine):")
+    print(table(phases, started, ended, cpu_busy))
     if args.json:
         data = {
             "when": time.strftime("%Y-%m-%d", time.gmtime(started)),
             "commit": commit(),
             "cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
             **summary(phases, started, ended),
+            "cpu_busy": cpu_busy,
             "phases": [
                 {**asdict(phase), "seconds": phase.seconds, "from_s": phase.start - started}
                 for phase in phases

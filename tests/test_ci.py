@@ -22,9 +22,31 @@ import conftest  # noqa: E402  (the root conftest.py: its worker groups)
 
 def test_phases_are_read_in_the_order_they_started_and_a_torn_last_line_is_left_out(tmp_path):
     tsv = tmp_path / "phases.tsv"
-    tsv.write_text("b\t110\t400\t1\na\t100\t160\t0\nc\t12")  # c: the run was killed while writing it
+    # b: CPU ticks not measured (no /proc/stat); d: measured; c: the run was killed while writing it
+    tsv.write_text("b\t110\t400\t1\t-\t-\na\t100\t160\t0\nd\t120\t130\t0\t150\t200\nc\t12")
     phases = ci_phases.read(tsv)
-    assert [(p.name, p.seconds, p.status) for p in phases] == [("a", 60, 0), ("b", 290, 1)]
+    assert [(p.name, p.seconds, p.status, p.cpu_busy) for p in phases] == [
+        ("a", 60, 0, None),
+        ("b", 290, 1, None),
+        ("d", 10, 0, 0.75),
+    ]
+
+
+def test_the_machines_cpu_ticks_are_read_as_the_ci_script_reads_them():
+    if not Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat here")
+    done = subprocess.run(
+        ["bash", "-c", 'source <(sed -n "/^cpu_ticks() {/,/^}/p" .ci/run); cpu_ticks'],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    busy, total = (int(value) for value in done.stdout.split())
+    ours = ci_phases.cpu_ticks()
+    assert ours is not None and 0 < busy <= total
+    assert busy <= ours[0] and total <= ours[1]  # read a moment later: never less
+    assert ours[1] - total < 100 * os.cpu_count()  # and of the same counters (within a second of ticks)
 
 
 def test_the_table_says_when_each_phase_began_how_long_it_took_and_how_it_ended():
@@ -33,12 +55,13 @@ def test_the_table_says_when_each_phase_began_how_long_it_took_and_how_it_ended(
         ci_phases.Phase("Colab tier", 101, 400, 1),
         ci_phases.Phase(ci_phases.TESTS, 400, 1600, 0),
     ]
-    lines = ci_phases.table(phases, started=90, ended=1610).splitlines()
+    phases[2].cpu_busy = 0.964
+    lines = ci_phases.table(phases, started=90, ended=1610, cpu_busy=0.9).splitlines()
     assert re.fullmatch(r"venv: RLlib +0:10 +1:30 +ok", lines[2])
     assert re.fullmatch(r"Colab tier +0:11 +4:59 +exit 1", lines[3])
-    assert re.fullmatch(r"README's test command \(pytest\) +5:10 +20:00 +ok", lines[4])
+    assert re.fullmatch(r"README's test command \(pytest\) +5:10 +20:00 +ok +96%", lines[4])
     assert re.fullmatch(r"before the tests +0:00 +5:10", lines[5])
-    assert re.fullmatch(r"whole run +0:00 +25:20", lines[6])
+    assert re.fullmatch(r"whole run +0:00 +25:20 +90%", lines[6])
     assert ci_phases.summary(phases, 90, 1610) == {
         "whole_run_s": 1520,
         "before_tests_s": 310,
@@ -56,6 +79,8 @@ def test_a_run_that_never_reached_the_tests_has_no_test_time(tmp_path):
             str(tsv),
             "--started",
             "95",
+            "--cpu-started",
+            "0 0",
             "--json",
             str(out),
         ],
@@ -69,6 +94,8 @@ def test_a_run_that_never_reached_the_tests_has_no_test_time(tmp_path):
     assert data["tests_s"] is None and data["before_tests_s"] == data["whole_run_s"]
     assert [phase["name"] for phase in data["phases"]] == ["wheel", "venv: RLlib"]
     assert data["phases"][1]["from_s"] == 15 and data["cpus"] >= 1
+    if Path("/proc/stat").exists():  # since boot, against ticks of 0: a share all the same
+        assert 0 < data["cpu_busy"] <= 1
     assert not list(tmp_path.glob(".*partial"))
 
 
@@ -108,7 +135,8 @@ def test_ci_records_a_failed_phase_and_still_prints_the_table(tmp_path):
         line.split("\t") for line in (tmp_path / "test-artifacts" / "ci-phases.tsv").read_text().splitlines()
     ]
     assert [(row[0], row[3]) for row in rows] == [("first", "0"), ("second", "3"), ("third", "1")]
-    assert re.search(r"^third +0:\d\d +0:\d\d +exit 1$", done.stdout, re.M)
+    assert re.search(r"^third +0:\d\d +0:\d\d +exit 1 +\d+%$", done.stdout, re.M)  # the machine's CPU
+    assert all(len(row) == 6 and row[4].isdigit() and row[5].isdigit() for row in rows)
     assert (tmp_path / "test-artifacts" / "ci-phases.json").is_file()
 
 
