@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -184,3 +185,17 @@ def run_check_script(python: str, script: Path, *args: str, timeout: float) -> d
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-5000:]
     return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def check_env_warnings(env: Any, **kwargs: Any) -> list[str]:
+    """What gymnasium's ``check_env(env, **kwargs)`` warned, word for word. Not ResourceWarnings: those are
+    about objects of earlier tests in the worker (a socket left to the garbage collector), collected while
+    check_env ran."""
+    import warnings
+
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, **kwargs)
+    return [str(w.message) for w in caught if not issubclass(w.category, ResourceWarning)]

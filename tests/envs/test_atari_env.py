@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
-
 import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
 import openenv_lab
 from openenv_lab.client import Session
+from tests.helpers import check_env_warnings
 
 gym.register_envs(ale_py)
 
@@ -200,10 +198,7 @@ def test_a_whole_game_of_pong_terminates(pong):
 
 def test_check_env_passes():
     env = gym.make("openenv/atari", game="pong")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped, skip_render_check=False)
-    assert [str(w.message) for w in caught] == []
+    assert check_env_warnings(env.unwrapped, skip_render_check=False) == []
     env.close()
 
 

@@ -9,10 +9,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.error import ResetNeeded
-from gymnasium.utils.env_checker import check_env
 
 import openenv_lab
 from openenv_lab.client import Session
+from tests.helpers import check_env_warnings
 
 
 def play(env: gym.Env, seed: int) -> tuple[float, bool, bool, dict, int]:
@@ -57,10 +57,7 @@ def test_spaces(chess_url):
 
 def test_check_env_passes(chess_url):
     env = gym.make("openenv/chess")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(env.unwrapped)
-    assert [str(w.message) for w in caught] == []
+    assert check_env_warnings(env.unwrapped) == []
     env.close()
 
 

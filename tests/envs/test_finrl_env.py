@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import polars as pl
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 import openenv_lab
 from openenv_lab.market import synthetic_prices
+from tests.helpers import check_env_warnings
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +57,8 @@ def test_random_starts_follow_the_seed(finrl):
 
 
 def test_check_env_passes(finrl):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        check_env(finrl.unwrapped, skip_render_check=True)
-    messages = [str(w.message) for w in caught if "infinity" not in str(w.message)]
+    said = check_env_warnings(finrl.unwrapped, skip_render_check=True)
+    messages = [message for message in said if "infinity" not in message]
     assert messages == []  # only gymnasium's note that an unbounded Box is unbounded
 
 

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 schemathesis = pytest.importorskip("schemathesis")
+requests = pytest.importorskip("requests")  # schemathesis's own HTTP client
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from schemathesis.checks import (  # noqa: E402
@@ -52,6 +53,11 @@ BY_DESIGN = {501: "/{env_name}/", 504: "/step"}
 def fuzz(url: str, headers: dict[str, str] | None = None) -> int:
     """Fuzz every operation of the server at ``url``; the number of cases sent."""
     schema = schemathesis.openapi.from_url(url + "/openapi.json", headers=headers or {}, timeout=30)
+    with requests.Session() as session:  # closed here: a session left to the collector warns of its socket
+        return _fuzz(schema, session, headers)
+
+
+def _fuzz(schema: Any, session: Any, headers: dict[str, str] | None) -> int:
     sent = 0
     for result in schema.get_all_operations():
         operation = result.ok()
@@ -64,7 +70,7 @@ def fuzz(url: str, headers: dict[str, str] | None = None) -> int:
             @given(case=operation.as_strategy(generation_mode=mode))
             def check(case: Any) -> None:
                 nonlocal sent
-                response = case.call(headers=headers, timeout=60)
+                response = case.call(session=session, headers=headers, timeout=60)
                 sent += 1
                 status, body = response.status_code, response.content
                 declared = BY_DESIGN.get(status)
