@@ -113,12 +113,7 @@ class GenericAdapter(Adapter):
         self.tools: Tools | None = None
         self.env_attributes: tuple[str, ...] = ()  # the legal-action mask or the tools, once known
         self._observation_fields: dict[str, Field] = {}
-        self._action_fields: dict[str, Field] = {}
-        self._action_constants: dict[str, Any] = {}
-        self._single_action: str | None = None
-        self._action_values: list[Any] | None = None  # the values of a Discrete action, by index
-        self._whole_actions = False  # the values are whole actions (dicts of fields), sent as they are
-        self._value_index: dict[str, int] = {}
+        self._actions: _Actions = _Fields({}, {})  # how actions become JSON: chosen by setup
         self._legal_field: str | None = None
         self._unbounded_action: str | None = None  # an integer action field the schema does not bound
         self._listed_field: str | None = None  # the observation's list of legal values for that field
@@ -145,6 +140,7 @@ class GenericAdapter(Adapter):
         if tools:
             self.tools = Tools.listed_by(client)
             self.action_space = self.tools.action_space
+            self._actions = _ToolCalls(self.tools)
             self.env_attributes = ("tools", "tool_action")
         try:
             if not tools:
@@ -204,7 +200,7 @@ class GenericAdapter(Adapter):
         properties = schema.get("properties", {})
         declared = self.spec.observation_spaces() if self.spec is not None else None
         self._legal_field = self._find_legal_field(properties)
-        if self._unbounded_action is not None and self._unbounded_action == self._single_action:
+        if self._unbounded_action is not None and [self._unbounded_action] == self._actions.fields():
             self._listed_field = next((name for name in LEGAL_ACTION_FIELDS if name in properties), None)
         fields: dict[str, Field] = {}
         names = [n for n in properties if n not in ENVELOPE_FIELDS]
@@ -230,12 +226,9 @@ class GenericAdapter(Adapter):
                     f"server does not have; it has {sorted(names)}"
                 )
         if self._legal_field is not None:
-            assert self._action_values is not None
+            count = len(self._actions.values or ())
             fields["action_mask"] = Field(
-                spaces.MultiBinary(len(self._action_values)),
-                lambda v: v,
-                lambda a: a,
-                lambda: np.zeros(len(self._action_values or ()), dtype=np.int8),
+                spaces.MultiBinary(count), lambda v: v, lambda a: a, lambda: np.zeros(count, dtype=np.int8)
             )
             self.env_attributes = ("action_masks",)
         self._observation_fields = dict(sorted(fields.items()))
@@ -297,24 +290,26 @@ class GenericAdapter(Adapter):
                     f"The spec {self.spec.name!r} names {named!r} as the legal actions, but the observation "  # type: ignore[union-attr]
                     f"has no such field: {sorted(properties)}"
                 )
-            if self._action_values is None:
+            if self._actions.values is None:
                 raise ValueError(
                     f"The spec {self.spec.name!r} names legal actions but not the action's values: add "  # type: ignore[union-attr]
                     "actions=N (the count) or actions=[...] (the values)"
                 )
             return named
-        if self._action_values is None:
+        if self._actions.values is None:
             return None
         return next((name for name in LEGAL_ACTION_FIELDS if name in properties), None)
 
     def _build_action_space(self, schema: dict[str, Any]) -> None:
+        """Choose how actions become JSON (`_Actions`), and the action space that goes with it."""
         defs = schema.get("$defs", {})
         properties = {k: v for k, v in schema.get("properties", {}).items() if k != "metadata"}
         required = set(schema.get("required", ()))
+        constants = {}
         for name, node in properties.items():
             resolved = resolve(node, defs, frozenset())[0]
             if "const" in resolved:  # always sent as it is (e.g. MCP's "type": "call_tool")
-                self._action_constants[name] = resolved["const"]
+                constants[name] = resolved["const"]
         values = self.spec.action_values() if self.spec is not None else None
         if values and all(isinstance(value, dict) for value in values):  # whole actions
             unknown = sorted({name for value in values for name in value} - set(properties))
@@ -322,17 +317,15 @@ class GenericAdapter(Adapter):
                 raise ValueError(
                     f"Action fields {unknown} are not in the action schema: {sorted(properties)}"
                 )
-            self._whole_actions = True
-            self._action_values = values
+            self._actions = _Values(constants, None, values)
             self.action_space = spaces.Discrete(len(values))
-            self._value_index = {_key(v): i for i, v in enumerate(values)}
             return
         if self.spec is not None and self.spec.action is not None:
             names = [self.spec.action]
         elif self.action_field_names is not None:
             names = list(self.action_field_names)
         else:
-            candidates = [k for k in properties if k not in self._action_constants]
+            candidates = [k for k in properties if k not in constants]
             names = [k for k in candidates if k in required] or candidates
         unknown = set(names) - set(properties)
         if unknown:
@@ -344,53 +337,36 @@ class GenericAdapter(Adapter):
             raise ValueError(
                 f"The spec {self.spec.name!r} gives the action's values: name its one field, action=..."
             )  # type: ignore[union-attr]
+        fields: dict[str, Field] = {}
         for name in names:
-            self._action_constants.pop(name, None)
+            constants.pop(name, None)
             node = resolve(properties[name], defs, frozenset())[0]
             if declared is not None:
-                self._action_fields[name] = declared_field(declared, f"action.{name}")
+                fields[name] = declared_field(declared, f"action.{name}")
             elif values is None:
                 if _unbounded_integer(node):
                     self._unbounded_action = name
-                self._action_fields[name] = field_for(
-                    properties[name], None, defs, f"action.{name}", action=True
-                )
+                fields[name] = field_for(properties[name], None, defs, f"action.{name}", action=True)
         if not names:
             raise ProtocolError(f"Cannot build an action space: the action schema has no fields ({schema})")
         if values is not None:
-            self._single_action = names[0]
-            self._action_values = values
+            self._actions = _Values(constants, names[0], values)
             self.action_space = spaces.Discrete(len(values))
-            self._value_index = {_key(v): i for i, v in enumerate(values)}
-            return
-        if len(self._action_fields) == 1:
-            self._single_action = names[0]
-            self.action_space = self._action_fields[self._single_action].space
-            enum = node.get("enum")
-            if isinstance(self.action_space, spaces.Discrete) and enum is not None:
-                self._action_values = list(enum)  # an enum action can be masked by its legal values too
-                self._value_index = {_key(v): i for i, v in enumerate(enum)}
+        elif len(fields) == 1:
+            self.action_space = fields[names[0]].space
+            enum = node.get("enum")  # an enum action can be masked by its legal values too
+            listed = (
+                list(enum) if isinstance(self.action_space, spaces.Discrete) and enum is not None else None
+            )
+            self._actions = _Fields(constants, fields, listed)
         else:
-            self.action_space = spaces.Dict({k: f.space for k, f in self._action_fields.items()})
+            self._actions = _Fields(constants, fields)
+            self.action_space = spaces.Dict({k: f.space for k, f in fields.items()})
 
     # ------------------------------------------------------------------ steps
 
     def encode_action(self, action: Any) -> dict[str, Any]:
-        if self.tools is not None:
-            return self.tools.call(action)
-        payload = dict(self._action_constants)
-        if self._whole_actions:
-            assert self._action_values is not None
-            payload.update(self._action_values[int(action)])
-        elif self._single_action is not None and self._single_action not in self._action_fields:
-            assert self._action_values is not None
-            payload[self._single_action] = self._action_values[int(action)]
-        elif self._single_action is not None:
-            payload[self._single_action] = self._action_fields[self._single_action].encode(action)
-        else:
-            for name, field in self._action_fields.items():
-                payload[name] = field.encode(action[name])
-        return payload
+        return self._actions.encode(action)
 
     def decode(self, result: StepResult, sent: dict[str, Any] | None) -> Transition:
         raw = result.observation
@@ -434,66 +410,31 @@ class GenericAdapter(Adapter):
 
     def action_fields(self) -> list[str]:
         """The action schema's fields that this adapter's actions set, in order."""
-        return [self._single_action] if self._single_action is not None else list(self._action_fields)
+        return self._actions.fields()
 
     def action_from_json(self, values: dict[str, Any]) -> Any:
         """The action of `action_space` that sends ``values`` (the action fields' JSON values, by name);
         a ``ValueError`` saying why if one does not fit its field."""
-        if self.tools is not None:
-            raise TypeError("This environment's actions are MCP tool calls: use tool_action(name, ...)")
         try:
-            if self._whole_actions:
-                sent = {name: value for name, value in values.items() if value is not None}
-                if _key(sent) not in self._value_index:
-                    raise ValueError(
-                        f"{sent} is not one of this environment's {len(self._value_index)} actions"
-                    )
-                return self._value_index[_key(sent)]
-            if self._single_action is not None and self._single_action not in self._action_fields:
-                value = values[self._single_action]
-                if _key(value) not in self._value_index:
-                    allowed = self._action_values
-                    raise ValueError(f"{self._single_action} takes one of {allowed}, got {value!r}")
-                return self._value_index[_key(value)]
-            if self._single_action is not None:
-                return self._field_from_json(self._single_action, values)
-            return {name: self._field_from_json(name, values) for name in self._action_fields}
+            return self._actions.from_json(values)
         except ProtocolError as exc:
             raise ValueError(str(exc)) from None
 
-    def _field_from_json(self, name: str, values: dict[str, Any]) -> Any:
-        """One action field's value in its space, from its JSON value: a ``ValueError`` where the value is
-        missing, outside the space, or would be sent as something else (3.5 as 3, say)."""
-        if name not in values:
-            raise ValueError(f"The action needs {name!r}; it was given {sorted(values)}")
-        field, value = self._action_fields[name], values[name]
-        try:
-            decoded = field.decode(value)
-            fits = decoded in field.space and _same(field.encode(decoded), value)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name}={value!r} does not fit its space {field.space}: {exc}") from None
-        if not fits:
-            raise ValueError(f"{name}={value!r} does not fit its space {field.space}")
-        return decoded
-
     def _legal_mask(self, legal: Any) -> np.ndarray:
-        mask = np.zeros(len(self._action_values or ()), dtype=np.int8)
+        mask = np.zeros(len(self._actions.values or ()), dtype=np.int8)
         for value in legal:
-            index = self._value_index.get(_key(value))
+            index = self._actions.index.get(_key(value))
             if index is None:
                 raise ProtocolError(
                     f"The server lists {value!r} as a legal action, but the action takes "
-                    f"{self._action_values}: declare the values in a spec (actions=[...])"
+                    f"{self._actions.values}: declare the values in a spec (actions=[...])"
                 )
             mask[index] = 1
         return mask
 
     def describe_action(self, action: Any) -> str:
-        if self.tools is not None:
-            return self.tools.describe(action)
-        if self._action_values is not None:  # a Discrete over values (an enum's too): the value it sends
-            return str(self._action_values[int(action)])
-        return super().describe_action(action)
+        described = self._actions.describe(action)
+        return described if described is not None else super().describe_action(action)
 
     def trajectory_metadata(self) -> dict[str, Any]:
         return {
@@ -505,6 +446,134 @@ class GenericAdapter(Adapter):
         if mode == "ansi":
             return json.dumps(self._last, indent=2, sort_keys=True, default=str) + "\n"
         return super().render(mode)
+
+
+class _Actions:
+    """How a `GenericAdapter`'s actions become the action JSON and back, for one kind of action (chosen
+    once, at setup): values listed by a spec (`_Values`), fields of the schema (`_Fields`), MCP tool calls
+    (`_ToolCalls`). ``values`` are those of a ``Discrete`` action, by index (its legal-action mask's order);
+    ``index`` finds a value's index by its JSON."""
+
+    def __init__(self, constants: dict[str, Any]) -> None:
+        self.constants = constants  # fields sent as they are with every action (MCP's "type", say)
+        self.values: list[Any] | None = None
+        self.index: dict[str, int] = {}
+
+    def fields(self) -> list[str]:
+        """The action schema's fields that the actions set, in order."""
+        raise NotImplementedError
+
+    def encode(self, action: Any) -> dict[str, Any]:
+        """The action JSON that ``action`` sends."""
+        raise NotImplementedError
+
+    def from_json(self, values: dict[str, Any]) -> Any:
+        """The action that sends ``values``, or a ``ValueError`` (or `ProtocolError`) saying why none does."""
+        raise NotImplementedError
+
+    def describe(self, action: Any) -> str | None:
+        """``action`` in words, where this kind says more than the adapter's default (None)."""
+        if self.values is None:
+            return None
+        return str(self.values[int(action)])  # a Discrete over values (an enum's too): the value it sends
+
+    def _listing(self, values: list[Any]) -> None:
+        self.values = values
+        self.index = {_key(v): i for i, v in enumerate(values)}
+
+
+class _Values(_Actions):
+    """A ``Discrete`` action over values a spec lists: values of one ``field``, or (``field=None``) whole
+    actions, dicts of fields sent as they are."""
+
+    def __init__(self, constants: dict[str, Any], field: str | None, values: list[Any]) -> None:
+        super().__init__(constants)
+        self.field = field
+        self._listing(values)
+
+    def fields(self) -> list[str]:
+        return [self.field] if self.field is not None else []
+
+    def encode(self, action: Any) -> dict[str, Any]:
+        value = self.values[int(action)]  # type: ignore[index]
+        return {**self.constants, **(value if self.field is None else {self.field: value})}
+
+    def from_json(self, values: dict[str, Any]) -> Any:
+        if self.field is None:
+            sent = {name: value for name, value in values.items() if value is not None}
+            if _key(sent) not in self.index:
+                raise ValueError(f"{sent} is not one of this environment's {len(self.index)} actions")
+            return self.index[_key(sent)]
+        value = values[self.field]
+        if _key(value) not in self.index:
+            raise ValueError(f"{self.field} takes one of {self.values}, got {value!r}")
+        return self.index[_key(value)]
+
+
+class _Fields(_Actions):
+    """Actions made of the schema's fields: the one field's value (with ``listed``, an enum's values, whose
+    legal ones can be masked), or a dict of them."""
+
+    def __init__(
+        self, constants: dict[str, Any], fields: dict[str, Field], listed: list[Any] | None = None
+    ) -> None:
+        super().__init__(constants)
+        self.by_name = fields
+        self.single = next(iter(fields)) if len(fields) == 1 else None
+        if listed is not None:
+            self._listing(listed)
+
+    def fields(self) -> list[str]:
+        return list(self.by_name)
+
+    def encode(self, action: Any) -> dict[str, Any]:
+        payload = dict(self.constants)
+        if self.single is not None:
+            payload[self.single] = self.by_name[self.single].encode(action)
+        else:
+            for name, field in self.by_name.items():
+                payload[name] = field.encode(action[name])
+        return payload
+
+    def from_json(self, values: dict[str, Any]) -> Any:
+        if self.single is not None:
+            return self._field_from_json(self.single, values)
+        return {name: self._field_from_json(name, values) for name in self.by_name}
+
+    def _field_from_json(self, name: str, values: dict[str, Any]) -> Any:
+        """One field's value in its space, from its JSON value: a ``ValueError`` where the value is
+        missing, outside the space, or would be sent as something else (3.5 as 3, say)."""
+        if name not in values:
+            raise ValueError(f"The action needs {name!r}; it was given {sorted(values)}")
+        field, value = self.by_name[name], values[name]
+        try:
+            decoded = field.decode(value)
+            fits = decoded in field.space and _same(field.encode(decoded), value)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}={value!r} does not fit its space {field.space}: {exc}") from None
+        if not fits:
+            raise ValueError(f"{name}={value!r} does not fit its space {field.space}")
+        return decoded
+
+
+class _ToolCalls(_Actions):
+    """MCP tool calls (`Tools`), which make their whole action JSON."""
+
+    def __init__(self, tools: Tools) -> None:
+        super().__init__({})
+        self.tools = tools
+
+    def fields(self) -> list[str]:
+        return []
+
+    def encode(self, action: Any) -> dict[str, Any]:
+        return self.tools.call(action)
+
+    def from_json(self, values: dict[str, Any]) -> Any:
+        raise TypeError("This environment's actions are MCP tool calls: use tool_action(name, ...)")
+
+    def describe(self, action: Any) -> str | None:
+        return self.tools.describe(action)
 
 
 def _key(value: Any) -> str:
