@@ -46,10 +46,10 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -62,7 +62,7 @@ from .files import check_writable, write_atomically
 from .launch import Fleet, fleet_of, max_sessions_for, shared_embedded_server
 from .record import RecordTrajectory
 
-__all__ = ["environment_factory"]
+__all__ = ["TRLEnvironment", "environment_factory"]
 
 log = logging.getLogger(__name__)
 
@@ -153,14 +153,64 @@ def environment_factory(
     if urls is not None and sessions is not None:
         _check_room(urls, sessions, make_kwargs)
     family = env.rsplit("/", 1)[-1].removesuffix("_env")
-    folder = _folder(record)
-    class_name = name or f"{_camel(family)}Environment"
-    counter = itertools.count()
-    lock = threading.Lock()
+    settings = _Settings(
+        env=env,
+        make_kwargs=make_kwargs,
+        urls=urls,
+        text=text,
+        forwarded=forwarded,
+        reward=reward,
+        failed_reward=failed_reward,
+        folder=_folder(record),
+    )
+    namespace: dict[str, Any] = {
+        "settings": settings,
+        "tool_names": tuple(t.name for t in tools),
+        "__doc__": f"{env} as a TRL environment: tools {', '.join(t.name for t in tools)} (openenv_lab.trl).",
+        "__module__": __name__,
+    }
+    for tool in tools:
+        namespace[tool.name] = tool.method()
+    return type(name or f"{_camel(family)}Environment", (TRLEnvironment,), namespace)
 
-    def __init__(self: Any) -> None:
-        with lock:
-            self._number = next(counter)
+
+@dataclass
+class _Settings:
+    """What every instance of one generated class shares: how to make its env, read its observations and
+    score its episodes, and where to save them."""
+
+    env: str
+    make_kwargs: dict[str, Any]
+    urls: list[str] | None
+    text: Callable[[Any, dict[str, Any]], str]
+    forwarded: tuple[str, ...]
+    reward: Callable[[pl.DataFrame], float] | None
+    failed_reward: float
+    folder: Path | None
+    counter: Iterator[int] = field(default_factory=itertools.count)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class TRLEnvironment:
+    """The base of the classes `environment_factory` generates: one session of an environment, driven by a
+    language model's tool calls. A generated class adds its ``settings`` and one method per tool (each
+    calls `_act`); its public methods are what TRL reads, so the base has only ``reset`` and
+    ``get_reward`` (``close`` is set on each instance, so that it is not a tool).
+
+    Example:
+        >>> from openenv_lab.trl import TRLEnvironment, environment_factory
+        >>> Echo = environment_factory("openenv/echo")
+        >>> issubclass(Echo, TRLEnvironment), Echo.tool_names
+        (True, ('echo',))
+    """
+
+    settings: ClassVar[_Settings]
+    tool_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        settings = self.settings
+        with settings.lock:
+            self._number = next(settings.counter)
         self.index = self._number  # which instance of the class: its recordings' file names
         self._env: Any = None
         self._episode = -1
@@ -171,11 +221,14 @@ def environment_factory(
         # An attribute of the instance, not a method of the class: TRL makes every public method a tool.
         self.close = self._close  # closes the session (else it closes with the interpreter)
 
-    def reset(self: Any, **dataset_columns: Any) -> str:
+    def reset(self, **dataset_columns: Any) -> str:
         """Start an episode with the dataset row's columns the environment understands; its first
         observation as text."""
+        settings = self.settings
         seed = dataset_columns.get("seed")
-        options = {k: _plain(v) for k, v in dataset_columns.items() if k in forwarded and k != "seed"}
+        options = {
+            k: _plain(v) for k, v in dataset_columns.items() if k in settings.forwarded and k != "seed"
+        }
         self._episode += 1
         self._return = 0.0
         try:
@@ -183,32 +236,45 @@ def environment_factory(
                 _close_quietly(self._env)
                 self._env = None
                 self._failed = None
-                self._env = _make(env, make_kwargs, urls, self._number, folder)
+                self._env = _make(
+                    settings.env, settings.make_kwargs, settings.urls, self._number, settings.folder
+                )
             observation, info = self._env.reset(seed=_plain(seed), options=options or None)
         except OpenEnvError as exc:
             return self._fail(exc, raise_=False)
         self._done = False
-        answer = text(observation, info)
+        answer = settings.text(observation, info)
         self._log("reset", None, answer, 0.0, None, dataset_columns.get("prompt"))
-        if folder is not None:
+        if settings.folder is not None:
             self._save()
         return answer
 
-    def get_reward(self: Any) -> float:
+    def get_reward(self) -> float:
         """The episode's score: its return, or ``reward(rows)`` if given; ``failed_reward`` if the server
         failed."""
+        settings = self.settings
         if self._failed is not None:
-            return float(failed_reward)
-        if reward is not None and self._env is not None:
+            return float(settings.failed_reward)
+        if settings.reward is not None and self._env is not None:
             table = self._env.trajectory.table
-            return float(reward(table.filter(pl.col("episode") == table["episode"].max())))
+            return float(settings.reward(table.filter(pl.col("episode") == table["episode"].max())))
         return float(self._return)
 
-    def _close(self: Any) -> None:
+    @property
+    def transcript(self) -> pl.DataFrame:
+        """Every reset, tool call and answer so far, one per row."""
+        return pl.DataFrame(self._rows, schema=TRANSCRIPT_SCHEMA)
+
+    @property
+    def trajectory(self) -> Any:
+        """The recording of this instance's episodes (`Trajectory`)."""
+        return None if self._env is None else self._env.trajectory
+
+    def _close(self) -> None:
         _close_quietly(self._env)
         self._env = None
 
-    def _act(self: Any, tool: _Tool, arguments: dict[str, Any]) -> str:
+    def _act(self, tool: _Tool, arguments: dict[str, Any]) -> str:
         try:
             if self._failed is not None:
                 raise EpisodeOver(f"The environment failed ({self._failed}): this rollout is over")
@@ -227,24 +293,24 @@ def environment_factory(
             return self._fail(exc)
         self._return += float(step_reward)
         self._done = bool(terminated or truncated)
-        answer = text(observation, info)
+        answer = self.settings.text(observation, info)
         if self._done:
             answer += (
                 f"\nThe episode is over ({'ended' if terminated else 'cut short'}): return {self._return:g}."
             )
         self._log(tool.name, checked, answer, float(step_reward), None)
-        if folder is not None:
+        if self.settings.folder is not None:
             self._save()
         return answer
 
-    def _fail(self: Any, exc: Exception, raise_: bool = True) -> str:
+    def _fail(self, exc: Exception, raise_: bool = True) -> str:
         self._failed = f"{type(exc).__name__}: {exc}"
         self._done = True
         log.warning(
             "%s %d: the environment failed, the rollout scores %g: %s",
-            class_name,
+            type(self).__name__,
             self._number,
-            failed_reward,
+            self.settings.failed_reward,
             self._failed,
         )
         self._log("failure", None, None, 0.0, self._failed)
@@ -253,7 +319,7 @@ def environment_factory(
         return f"The environment failed ({self._failed}); this rollout is over."
 
     def _log(
-        self: Any,
+        self,
         kind: str,
         arguments: Any,
         answer: str | None,
@@ -273,38 +339,13 @@ def environment_factory(
             }
         )
 
-    def _save(self: Any) -> None:
+    def _save(self) -> None:
         """Both recordings, after each reset and call: TRL never says when a rollout is over."""
+        folder = self.settings.folder
         assert folder is not None
         self._env.save()
         path = folder / f"{self._number}.transcript.parquet"
         write_atomically(path, self.transcript.write_parquet, "the transcript")
-
-    def transcript(self: Any) -> pl.DataFrame:
-        return pl.DataFrame(self._rows, schema=TRANSCRIPT_SCHEMA)
-
-    def trajectory(self: Any) -> Any:
-        return None if self._env is None else self._env.trajectory
-
-    namespace: dict[str, Any] = {
-        "__init__": __init__,
-        "reset": reset,
-        "get_reward": get_reward,
-        "_close": _close,
-        "_act": _act,
-        "_fail": _fail,
-        "_log": _log,
-        "_save": _save,
-        "transcript": property(transcript, doc="Every reset, tool call and answer so far, one per row."),
-        "trajectory": property(trajectory, doc="The recording of this instance's episodes (`Trajectory`)."),
-        "__doc__": f"{env} as a TRL environment: tools {', '.join(t.name for t in tools)} (openenv_lab.trl).",
-        "__module__": __name__,
-        "tool_names": tuple(t.name for t in tools),
-    }
-    for tool in tools:
-        namespace[tool.name] = tool.method()
-    generated = type(class_name, (), namespace)
-    return generated
 
 
 TRANSCRIPT_SCHEMA = {
