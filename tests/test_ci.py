@@ -135,7 +135,8 @@ def test_ci_records_a_failed_phase_and_still_prints_the_table(tmp_path):
         line.split("\t") for line in (tmp_path / "test-artifacts" / "ci-phases.tsv").read_text().splitlines()
     ]
     assert [(row[0], row[3]) for row in rows] == [("first", "0"), ("second", "3"), ("third", "1")]
-    assert re.search(r"^third +0:\d\d +0:\d\d +exit 1 +\d+%$", done.stdout, re.M)  # the machine's CPU
+    # The machine's CPU ticks over each phase: measured, though a phase shorter than a tick has no share.
+    assert re.search(r"^third +0:\d\d +0:\d\d +exit 1( +\d+%)?$", done.stdout, re.M)
     assert all(len(row) == 6 and row[4].isdigit() and row[5].isdigit() for row in rows)
     assert (tmp_path / "test-artifacts" / "ci-phases.json").is_file()
 
