@@ -293,6 +293,11 @@ def suite_times(section: dict[str, Any]) -> str:
         + ", the Colab tier's notebooks run meanwhile), then "
         f"{_minutes(section['tests_s'])} for the test command above."
     )
+    if section.get("cpu_busy") is not None:
+        text += (
+            f" Its CPUs were {100 * section['cpu_busy']:.0f}% busy over the whole run: the time is CPU work, "
+            "which more workers on the same cores do not shorten."
+        )
     if section.get("fast_tier_s") is not None:
         text += f" The fast tier took {_minutes(section['fast_tier_s'])}."
     return text
