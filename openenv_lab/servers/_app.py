@@ -192,7 +192,7 @@ def _declare_statuses(app: Any, env_name: str, action_cls: type) -> None:
                         parameter["schema"] = {"type": "string", "enum": [env_name], "title": "Env Name"}
                 responses = operation.setdefault("responses", {})
                 for status, (where, description) in _STATUSES.items():
-                    if where == "*" or path.startswith(where) or path == where:
+                    if where == "*" or path.startswith(where):
                         responses.setdefault(status, {"description": description, **_ERROR})
                 if bearer and not (path == "/health" and method == "get"):
                     operation["security"] = [{"bearer": []}]

@@ -84,10 +84,10 @@ class ServerEnvironment(Environment):
         if self._step_thread is None:
             self._step_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{self.NAME}-steps")
         step = self._step_thread.submit(self.step, action)
+        waited = asyncio.wrap_future(step)
         limit = self.step_timeout
         if limit is None:
-            return await asyncio.wrap_future(step)
-        waited = asyncio.wrap_future(step)
+            return await waited
         # One timer per step (cheaper than asyncio.wait_for's task and shield): it cancels the wait, not
         # the step, which no one can stop; a cancellation of ours is told apart by `overran`.
         overran = []
@@ -99,15 +99,16 @@ class ServerEnvironment(Environment):
                 raise
         finally:
             timer.cancel()
-        await self.end_after_overrun(step, limit)
-        raise StepTimeLimitExceeded(limit)
+        overrun = StepTimeLimitExceeded(limit)
+        await self.end_after_overrun(step, overrun)
+        raise overrun
 
-    async def end_after_overrun(self, step: Future[Any], limit: float) -> None:
-        """End the session whose ``step`` ran past ``limit``: its connection closes with an error (on a
-        WebSocket), and the environment is closed when the step returns, on its thread."""
+    async def end_after_overrun(self, step: Future[Any], overrun: StepTimeLimitExceeded) -> None:
+        """End the session whose ``step`` ran past the limit: its connection closes with ``overrun``'s
+        error (on a WebSocket), and the environment is closed when the step returns, on its thread."""
         close = self.close
         self.close = lambda: step.add_done_callback(lambda _: close())  # type: ignore[method-assign]
-        await end_connection(StepTimeLimitExceeded(limit).data(), "step ran past the server's --step-timeout")
+        await end_connection(overrun.data(), "step ran past the server's --step-timeout")
 
     def check_reply_size(self, size: int, what: str) -> None:
         """Refuse (a `ValueError`, before any work) a request whose replies would be ``size`` bytes, more
