@@ -6,27 +6,39 @@ episode is over, batches sub-environments. An adapter never opens a socket.
 
 What an adapter **declares** (data, read by the env):
 
-=====================  ==================================================================================
-``family``             its name in recordings (the viewer picks its renderer by it)
-``server_name``        the bundled server started when no URL is given (None: there is none)
-``render_modes``       what `render` can draw; ``render_fps`` how fast a replay plays
-``needs_probe``        whether `setup` needs the reply to a first reset (spaces sized from data)
-``derive_seeds``       whether ``reset()`` without a seed sends one drawn from the env's generator
-``env_attributes``     its attributes the env exposes as its own (ALE's ``ale``, ``action_masks``)
-``check_identity``     set by the env: refuse a server that reports another environment than asked
-``server_options``     options of the bundled server it starts (a dict)
-``reset_options``      what every reset sends, before the seed and the user's ``options`` (a dict)
-``info_keys``          its infos' keys (`InfoKey`: type, neutral value, meaning), beside `COMMON_INFO_KEYS`
-``raw_info``           set by the env: add the server's JSON to every info (``raw_observation``, ``metadata``)
-``observation_space``  set by `setup` (or before)
-``action_space``       set by `setup` (or before)
-=====================  ==================================================================================
+======================  =================================================================================
+``family``              its name in recordings (the viewer picks its renderer by it)
+``server_name``         the bundled server started when no URL is given (None: there is none)
+``render_modes``        what `render` can draw; ``render_fps`` how fast a replay plays
+``needs_probe``         whether `setup` needs the reply to a first reset (spaces sized from data)
+``probe_state``         whether `setup` also takes ``state``, which reads the probed session's state
+``derive_seeds``        whether ``reset()`` without a seed sends one drawn from the env's generator
+``env_attributes``      its attributes the env exposes as its own (ALE's ``ale``, ``action_masks``)
+``reward_range``        the range every reward stays in, where the family's rules say (None: unknown)
+``server_options``      options of the bundled server it starts (a dict)
+``reset_options``       what every reset sends, before the seed and the user's ``options`` (a dict)
+``reset_option_names``  the reset options a vector env's ``set_attr`` may change between episodes
+``info_keys``           its infos' keys (`InfoKey`: type, neutral value, meaning), beside `COMMON_INFO_KEYS`
+``raw_fields_left_out`` observation fields left out of ``info["raw_observation"]`` (the screen)
+``observation_space``   set by `setup` (or before)
+``action_space``        set by `setup` (or before)
+======================  =================================================================================
+
+What the env **sets** on it (the user's settings, and what the adapter may read between calls):
+
+======================  =================================================================================
+``check_identity``      refuse a server that reports another environment than asked
+``raw_info``            add the server's JSON to every info (``raw_observation``, ``metadata``)
+``text_info``           keep the infos' text keys and dicts (False: numbers only, for TorchRL)
+``last_observation``    the observation fields of the last reply, set before each `decode`
+======================  =================================================================================
 
 What it **does**, in the order the env calls it; everything a call needs comes in as an argument:
 
 1. ``setup(client, first)`` once, when the env is made: read what the server says about itself
    (``client.schema()``, ``client.get("/config")``) and, when `needs_probe`, the reply ``first`` to a
-   reset sent with ``reset_options``; set the spaces.
+   reset sent with ``reset_options``; set the spaces. With `probe_state`, ``setup(client, first, state)``:
+   ``state()`` reads that session's state.
 2. ``decode(result, sent)`` for every reply: the gymnasium view of it (a `Transition`). ``sent`` is the
    action JSON the reply answers, or None when it answers a reset.
 3. ``encode_action(action)`` before every step: the server's action JSON for an action already checked
@@ -50,7 +62,6 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -183,9 +194,9 @@ class Adapter(ABC):
     server_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
     #: What every reset sends, before the seed and the user's ``options``.
     reset_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
-    #: Set by a single env before `setup`: reads the state of the session it probed (after its reset),
-    #: for an adapter that needs what an instance says of itself. None: open a session to read it.
-    session_state: Callable[[], dict[str, Any]] | None = None
+    #: Whether `setup` also takes ``state``, a function that reads the probed session's state (an
+    #: adapter that needs what an instance says of itself; `needs_probe` adapters only).
+    probe_state: ClassVar[bool] = False
     #: Observation fields left out of ``info["raw_observation"]`` (``raw_info=True``) to keep infos light
     #: (the screen, which is the observation itself): the report card's schema check does not look for them.
     raw_fields_left_out: ClassVar[tuple[str, ...]] = ()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -92,6 +93,7 @@ class GenericAdapter(Adapter):
     """
 
     needs_probe: ClassVar[bool] = True
+    probe_state: ClassVar[bool] = True
     render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
 
     def __init__(
@@ -122,7 +124,12 @@ class GenericAdapter(Adapter):
 
     # ------------------------------------------------------------------ setup
 
-    def setup(self, client: Client, first: StepResult | None) -> None:
+    def setup(
+        self, client: Client, first: StepResult | None, state: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        """Read the server's ``/schema`` and names, choose a spec and build the spaces. ``state`` reads the
+        probed session's state (for a spec sized by it, `Spec.from_state`); None: a short session is
+        opened to read it."""
         assert first is not None  # needs_probe
         self.schema = client.schema()
         for key in ("action", "observation"):
@@ -135,7 +142,7 @@ class GenericAdapter(Adapter):
             self.server_names = client.names()
         except OpenEnvError:  # a server without /metadata: nothing to match a spec with
             self.server_names = []
-        self._choose_spec(client)
+        self._choose_spec(client, state)
         tools = Tools.are_in(self.schema["action"])
         if tools:
             self.tools = Tools.listed_by(client)
@@ -152,7 +159,7 @@ class GenericAdapter(Adapter):
                 url=client.base_url,
             ) from exc
 
-    def _choose_spec(self, client: Client) -> None:
+    def _choose_spec(self, client: Client, state: Callable[[], dict[str, Any]] | None) -> None:
         url = client.base_url
         if self.spec is None:
             self.spec = find_spec(self.server_names)
@@ -166,7 +173,7 @@ class GenericAdapter(Adapter):
                 url=url,
             )
         if self.spec is not None and self.spec.from_state is not None:
-            self._resolve_spec(client)
+            self._resolve_spec(client, state)
         if self.spec is not None and self.spec.family is not None:
             raise ValueError(
                 f"The spec {self.spec.name!r} hands this server to the {self.spec.family} adapter: make "
@@ -174,14 +181,12 @@ class GenericAdapter(Adapter):
                 "by itself)"
             )
 
-    def _resolve_spec(self, client: Client) -> None:
+    def _resolve_spec(self, client: Client, read_state: Callable[[], dict[str, Any]] | None) -> None:
         """The spec of this instance, from what a session's state says (`Spec.from_state`)."""
         assert self.spec is not None and self.spec.from_state is not None
         try:
-            if self.session_state is not None:  # the session the env probed, reset just now
-                state = self.session_state()
-            else:
-                state = client.session_state(**self.reset_options)
+            # The session the env probed, reset just now; else a short session of our own.
+            state = read_state() if read_state is not None else client.session_state(**self.reset_options)
         except OpenEnvError as exc:  # no room for one more session, say: the general spec still holds
             warnings.warn(
                 f"Could not read the state of {client.base_url} for the spec {self.spec.name!r} "

@@ -6,8 +6,9 @@ Shared by `OpenEnvEnv` and `OpenEnvVectorEnv`, so both refuse the same arguments
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,15 +31,15 @@ from ..launch import (
 
 __all__ = [
     "Where",
-    "adapter_for_server",
     "autoreset_mode",
     "check_render_mode",
     "check_reset_mask",
     "make_adapter",
     "make_launcher",
+    "render_metadata",
     "request_headers",
     "server_urls",
-    "set_up_adapter",
+    "set_up_adapters",
     "with_launcher_headers",
 ]
 
@@ -61,26 +62,81 @@ class Where:
         self.progress = progress
 
 
-def make_adapter(adapter: str | Adapter | type[Adapter], options: dict[str, Any]) -> Adapter:
-    """The adapter for ``adapter`` (a family name, a class or an instance), built with ``options``."""
+def make_adapter(
+    adapter: str | Adapter | type[Adapter],
+    options: dict[str, Any],
+    *,
+    check_identity: bool = True,
+    raw_info: bool = False,
+    text_info: bool = True,
+    render_mode: str | None = None,
+) -> Adapter:
+    """The adapter for ``adapter`` (a family name, a class or an instance), built with ``options`` and
+    given the env's settings; a render mode its family does not draw is refused before any server starts
+    (the generic adapter's family is known only once it has read its server)."""
     if isinstance(adapter, Adapter):
         if options:
             raise TypeError(f"Options {sorted(options)} cannot be applied to an adapter instance")
-        return adapter
-    if isinstance(adapter, str):
+        made = adapter
+    else:
+        if isinstance(adapter, str):
+            try:
+                adapter = ADAPTERS[adapter]
+            except KeyError:
+                known = ", ".join(sorted(ADAPTERS))
+                raise ValueError(f"Unknown adapter {adapter!r}; known: {known}") from None
         try:
-            adapter = ADAPTERS[adapter]
-        except KeyError:
-            raise ValueError(f"Unknown adapter {adapter!r}; known: {', '.join(sorted(ADAPTERS))}") from None
-    try:
-        return adapter(**options)
-    except TypeError as exc:
-        raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
+            made = adapter(**options)
+        except TypeError as exc:
+            raise TypeError(f"{adapter.__name__} does not take these options: {exc}") from None
+    made.check_identity, made.raw_info, made.text_info = check_identity, raw_info, text_info
+    if type(made) is not GenericAdapter:
+        check_render_mode(made, render_mode)
+    return made
 
 
-def adapter_for_server(adapter: Adapter, client: Client) -> Adapter:
-    """The adapter for the server at ``client``: ``adapter`` itself, unless it is the generic one and the
-    server's spec hands it to one of our families (the official ``chess_env`` gets the chess adapter)."""
+#: Sends the probing resets (sub-environment -> reset options) and returns their replies (or errors).
+Probe = Callable[[dict[int, dict[str, Any]]], dict[int, Any]]
+
+
+def set_up_adapters(
+    given: Sequence[Adapter],
+    clients: Sequence[Client],
+    render_mode: str | None,
+    probe: Probe,
+    state: Callable[[int], dict[str, Any]],
+) -> list[Adapter]:
+    """Make every adapter of an env ready to play its server, in one order for both envs.
+
+    1. The generic adapter hands a server to its family's adapter where the server's names say which
+       (the official ``chess_env`` gets the chess adapter), with the user's settings; the render mode is
+       checked against the family that will draw.
+    2. Adapters that need no reset read what their server says of itself (`Adapter.setup`).
+    3. The others get their reset options sent at once through ``probe`` (the env's own sessions), then
+       read their server with its reply; ``state(i)`` reads session ``i``'s state for those that ask.
+
+    ``clients[i]`` is sub-environment ``i``'s server's HTTP client.
+    """
+    adapters = [_family_adapter(a, c) for a, c in zip(given, clients, strict=True)]
+    for adapter in adapters:
+        check_render_mode(adapter, render_mode)
+    for adapter, client in zip(adapters, clients, strict=True):
+        if not adapter.needs_probe:
+            _set_up(adapter, client, None, None)
+    probing = {i: dict(a.reset_options) for i, a in enumerate(adapters) if a.needs_probe}
+    if probing:
+        replies = probe(probing)
+        for i in probing:
+            if isinstance(replies[i], BaseException):
+                raise replies[i]
+            read = functools.partial(state, i) if adapters[i].probe_state else None
+            _set_up(adapters[i], clients[i], replies[i], read)
+    return adapters
+
+
+def _family_adapter(adapter: Adapter, client: Client) -> Adapter:
+    """``adapter`` itself, unless it is the generic one and the server's spec hands it to one of our
+    families: that family's adapter then, with the generic one's settings."""
     if type(adapter) is not GenericAdapter:
         return adapter
     spec = adapter.spec
@@ -91,20 +147,31 @@ def adapter_for_server(adapter: Adapter, client: Client) -> Adapter:
             return adapter
     if spec is None or spec.family is None:
         return adapter
-    return ADAPTERS[spec.family]()
+    family = ADAPTERS[spec.family]()
+    family.check_identity, family.raw_info = adapter.check_identity, adapter.raw_info
+    family.text_info = adapter.text_info
+    return family
 
 
-def set_up_adapter(adapter: Adapter, client: Client, first: Any) -> None:
-    """``adapter.setup(client, first)``; what the server says of itself that the adapter cannot read (a
-    ``/schema`` whose parts have the wrong types) is a `ProtocolError` naming the server, not a crash."""
+def _set_up(adapter: Adapter, client: Client, first: Any, state: Callable[[], dict[str, Any]] | None) -> None:
+    """``adapter.setup``; what the server says of itself that the adapter cannot read (a ``/schema``
+    whose parts have the wrong types) is a `ProtocolError` naming the server, not a crash."""
     try:
-        adapter.setup(client, first)
+        if state is None:
+            adapter.setup(client, first)
+        else:
+            adapter.setup(client, first, state)  # type: ignore[call-arg]  # `Adapter.probe_state`
     except (TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
         raise ProtocolError(
             f"The server at {client.base_url} describes itself in a form {type(adapter).__name__} cannot "
             f"read ({type(exc).__name__}: {exc}); is it an OpenEnv server of that kind?",
             url=client.base_url,
         ) from exc
+
+
+def render_metadata(adapter: Adapter) -> dict[str, Any]:
+    """The env's ``metadata``: what its family draws, and how fast a replay plays."""
+    return {"render_modes": list(adapter.render_modes), "render_fps": adapter.render_fps}
 
 
 def check_render_mode(adapter: Adapter, render_mode: str | None) -> None:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 
-from ..adapters import Adapter, GenericAdapter
+from ..adapters import Adapter
 from ..client import (
     Client,
     ConnectError,
@@ -30,12 +30,11 @@ from ..client import (
 from ..launch import EmbeddedServer, Launcher
 from ._build import (
     Where,
-    adapter_for_server,
-    check_render_mode,
     make_adapter,
     make_launcher,
+    render_metadata,
     request_headers,
-    set_up_adapter,
+    set_up_adapters,
     with_launcher_headers,
 )
 from ._episode import Episode, retry_after_collecting
@@ -136,17 +135,15 @@ class OpenEnvEnv(gym.Env):
     ) -> None:
         self._owns_launcher = False
         timeouts = Timeouts.of(timeouts)  # checked before a server starts
-        self.adapter = make_adapter(adapter, adapter_options)
-        self.metadata = {
-            "render_modes": list(self.adapter.render_modes),
-            "render_fps": self.adapter.render_fps,
-        }
-        if type(self.adapter) is not GenericAdapter:  # the generic one may hand the server to a family
-            check_render_mode(self.adapter, render_mode)
+        self.adapter = make_adapter(
+            adapter,
+            adapter_options,
+            check_identity=check_identity,
+            raw_info=raw_info,
+            text_info=text_info,
+            render_mode=render_mode,
+        )
         self.render_mode = render_mode
-        self.adapter.check_identity = check_identity
-        self.adapter.raw_info = raw_info
-        self.adapter.text_info = text_info
         where = Where(base_url, launcher, image, space, token, trust_remote_code, progress)
         headers = request_headers(where, headers)
         self.launcher, self._owns_launcher = make_launcher(self.adapter, where)
@@ -160,32 +157,16 @@ class OpenEnvEnv(gym.Env):
         self.client = Client(self.base_url, timeouts=timeouts, keepalive=keepalive, headers=headers)
         this = weakref.ref(self)  # the catalogue must not keep the env alive (a dropped env closes)
         self._catalog = TaskCatalog(lambda: this().client)  # type: ignore[union-attr]
-        self.episode = Episode(self.adapter, self.base_url, self._catalog)
         try:
-            given = self.adapter
-            self.adapter = adapter_for_server(self.adapter, self.client)
-            if self.adapter is not given:  # the generic adapter handed the server to a family's
-                self.adapter.check_identity = check_identity
-                self.adapter.raw_info = raw_info
-                self.adapter.text_info = text_info
-                self.metadata = {
-                    "render_modes": list(self.adapter.render_modes),
-                    "render_fps": self.adapter.render_fps,
-                }
-                self.episode = Episode(self.adapter, self.base_url, self._catalog)
-            check_render_mode(self.adapter, render_mode)
+            [self.adapter] = set_up_adapters(
+                [self.adapter], [self.client], render_mode, self._probe, lambda _: self.session.state()
+            )
+            if self._session is None:
+                self._session = retry_after_collecting(self.client.session)
+            self.metadata = render_metadata(self.adapter)
+            self.episode = Episode(self.adapter, self.base_url, self._catalog)
             if tasks is not None:
                 self.episode.tasks = selection(tasks, self._catalog)
-            if not self.adapter.needs_probe:  # what the server says of itself is read before a session
-                set_up_adapter(self.adapter, self.client, None)
-            self._session = retry_after_collecting(self.client.session)
-            if self.adapter.needs_probe:
-                first = self._session.reset(**self.adapter.reset_options)
-                self.adapter.session_state = self._session.state
-                try:
-                    set_up_adapter(self.adapter, self.client, first)
-                finally:
-                    self.adapter.session_state = None
             self._schema_at_make = self._schema_digest()
         except ServerError as exc:
             self.close()
@@ -211,6 +192,12 @@ class OpenEnvEnv(gym.Env):
             raise
         self.observation_space = self.adapter.observation_space
         self.action_space = self.adapter.action_space
+
+    def _probe(self, probing: dict[int, dict[str, Any]]) -> dict[int, Any]:
+        """The first reset, on the session this env then keeps (for an adapter that sizes its spaces from
+        a reply)."""
+        self._session = retry_after_collecting(self.client.session)
+        return {0: self._session.reset(**probing[0])}
 
     @property
     def tasks(self) -> Any:

@@ -26,7 +26,6 @@ sessions of whichever server can take them (the others of ``base_urls``, or the 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import threading
 import weakref
@@ -39,7 +38,7 @@ from gymnasium.spaces import Box, Discrete, MultiDiscrete
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from ..adapters import Adapter, GenericAdapter
+from ..adapters import Adapter
 from ..adapters.info_schema import InfoKey
 from ..client import (
     Client,
@@ -57,13 +56,12 @@ from ..client.transport import Reply, Request, Transport
 from ..launch import Fleet, Launcher
 from ._build import (
     Where,
-    adapter_for_server,
-    check_render_mode,
     check_reset_mask,
     make_adapter,
+    render_metadata,
     request_headers,
     server_urls,
-    set_up_adapter,
+    set_up_adapters,
     with_launcher_headers,
 )
 from ._build import autoreset_mode as autoreset_mode_of
@@ -185,14 +183,12 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
         self.num_envs = int(num_envs)
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.copy = copy
-        self.adapters = [make_adapter(adapter, dict(adapter_options)) for _ in range(self.num_envs)]
-        for each in self.adapters:
-            each.check_identity = check_identity
-            each.raw_info = raw_info
-            each.text_info = text_info
+        settings = {"check_identity": check_identity, "raw_info": raw_info, "text_info": text_info}
+        self.adapters = [
+            make_adapter(adapter, dict(adapter_options), **settings, render_mode=render_mode)
+            for _ in range(self.num_envs)
+        ]
         first = self.adapters[0]
-        if type(first) is not GenericAdapter:  # the generic one may hand the servers to a family's
-            check_render_mode(first, render_mode)
         self.render_mode = render_mode
         self.timeouts = Timeouts.of(timeouts)
         where = Where(base_url, launcher, image, space, token, trust_remote_code, progress)
@@ -221,16 +217,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             raise
         urls = self._transport.urls
         first = self.adapters[0]
-        try:
-            check_render_mode(first, render_mode)
-        except ValueError:
-            self.close()
-            raise
-        self.metadata = {
-            "render_modes": list(first.render_modes),
-            "render_fps": first.render_fps,
-            "autoreset_mode": self.autoreset_mode,
-        }
+        self.metadata = {**render_metadata(first), "autoreset_mode": self.autoreset_mode}
         timeouts, headers = self.timeouts, self._headers  # not self: the catalogue must not keep it alive
         self._catalog = TaskCatalog(lambda: Client(urls[0], timeouts=timeouts, headers=headers), close=True)
         try:
@@ -606,50 +593,33 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
     # ------------------------------------------------------------------ opening and closing
 
     def _set_up_adapters(self) -> None:
-        """Each adapter reads its server (``/schema``, ``/config``...); those that size their spaces from
-        data get a probing reset first, all sent at once. The generic adapter may hand a server to a
-        family's adapter first (the official chess_env to the chess adapter)."""
+        """`set_up_adapters` with one HTTP client per server (its ``/schema`` read once for all its
+        sub-environments) and the probing resets sent on the sub-environments' own sessions, all at once."""
         assert self._transport is not None
-        clients: dict[str, Client] = {}
-        for url in self._transport.urls:
-            if url not in clients:
-                clients[url] = Client(url, timeouts=self.timeouts, headers=self._headers)
-        try:
-            self._set_up_adapters_with(clients)
-        finally:
-            for client in clients.values():
-                client.close()
-
-    def _set_up_adapters_with(self, clients: dict[str, Client]) -> None:
+        urls = self._transport.urls
         with contextlib.ExitStack() as stack:
-            for client in clients.values():  # one server's /schema read once for all its adapters
-                stack.enter_context(client.remembering())
-            self._set_up_adapters_remembering(clients)
+            clients: dict[str, Client] = {}
+            for url in urls:
+                if url not in clients:
+                    clients[url] = stack.enter_context(
+                        Client(url, timeouts=self.timeouts, headers=self._headers)
+                    )
+                    stack.enter_context(clients[url].remembering())
+            self.adapters = set_up_adapters(
+                self.adapters,
+                [clients[url] for url in urls],
+                self.render_mode,
+                self._probe,
+                self._session_state,
+            )
 
-    def _set_up_adapters_remembering(self, clients: dict[str, Client]) -> None:
+    def _probe(self, probing: dict[int, dict[str, Any]]) -> dict[int, Reply]:
         assert self._transport is not None
-        for i, url in enumerate(self._transport.urls):
-            given = self.adapters[i]
-            self.adapters[i] = adapter_for_server(given, clients[url])
-            self.adapters[i].check_identity = given.check_identity
-            self.adapters[i].raw_info = given.raw_info
-            self.adapters[i].text_info = given.text_info
-        probing = {i: ("reset", dict(a.reset_options)) for i, a in enumerate(self.adapters) if a.needs_probe}
+        self._transport.send({i: ("reset", options) for i, options in probing.items()})
         first: dict[int, Reply] = {}
-        if probing:
-            self._transport.send(probing)
-            while len(first) < len(probing):
-                first.update(self._transport.receive(self.timeouts.request + self.timeouts.close + 5.0))
-        for i, (adapter, url) in enumerate(zip(self.adapters, self._transport.urls, strict=True)):
-            reply = first.get(i)
-            if isinstance(reply, BaseException):
-                raise reply
-            if i in first:  # a spec read from a session's state (`Spec.from_state`) reads the probed one
-                adapter.session_state = functools.partial(self._session_state, i)
-            try:
-                set_up_adapter(adapter, clients[url], reply)
-            finally:
-                adapter.session_state = None
+        while len(first) < len(probing):
+            first.update(self._transport.receive(self.timeouts.request + self.timeouts.close + 5.0))
+        return first
 
     def _session_state(self, i: int) -> dict[str, Any]:
         """The state of session ``i``, asked over its own connection: a server with room for one session

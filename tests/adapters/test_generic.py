@@ -478,10 +478,9 @@ def test_a_spec_read_from_the_sessions_state_or_the_general_one_with_a_warning()
 
     def set_up(state: dict | None) -> GenericAdapter:
         adapter = GenericAdapter(spec=general)
-        if state is not None:
-            adapter.session_state = lambda: state
+        read = None if state is None else (lambda: state)
         with NotOpenEnvServer(routes={"/schema": schema}) as server, Client(server.url, timeouts=5) as client:
-            adapter.setup(client, first)
+            adapter.setup(client, first, read)
         return adapter
 
     five = set_up({"n": 5})
