@@ -392,7 +392,9 @@ def build_image(
     ``$OPENENV_LAB_DOCKER_BASE_IMAGE``, else ``python:X.Y-slim``) must provide Python 3 of the same minor
     version as this interpreter; without registry access ``scripts/offline-base-image.sh`` makes one.
     The images of all our servers share their install layer, so after the first the others build in
-    seconds. ``progress`` receives each line of output (None: silent).
+    seconds. The image the tag named before is removed once the build succeeds (unless another tag or a
+    container still uses it), so rebuilding after an upgrade leaves no untagged image behind.
+    ``progress`` receives each line of output (None: silent).
     """
     get_bundled_server(name)
     tag = tag or default_image(name)
@@ -404,6 +406,7 @@ def build_image(
     say = progress or (lambda line: None)
     client = _docker()
     _check_python(client, base_image)
+    replaced = _image_id(client, tag)
     with tempfile.TemporaryDirectory(prefix="openenv-lab-image-") as context:
         shutil.copy(Path(__file__).with_name("Dockerfile"), Path(context, "Dockerfile"))
         wheels = Path(context, "wheels")
@@ -435,7 +438,33 @@ def build_image(
                 if line.strip():
                     recent.append(line)
                     say(line)
+    if replaced is not None and replaced != _image_id(client, tag):
+        _remove_replaced(client, replaced, tag, say)
     return tag
+
+
+def _image_id(client: Any, tag: str) -> str | None:
+    import docker.errors
+
+    try:
+        return str(client.images.get(tag).id)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _remove_replaced(client: Any, image_id: str, tag: str, say: Callable[[str], None]) -> None:
+    """Remove the image that a rebuild took ``tag`` from: untagged, it would only hold disk (over a GB
+    for each rebuild after an upgrade). Kept if it has another tag or a container (even a stopped one)
+    still uses it."""
+    import docker.errors
+
+    short = image_id.removeprefix("sha256:")[:12]
+    try:
+        client.images.remove(image_id)
+    except docker.errors.APIError as exc:
+        say(f"kept the image {tag} had before ({short}): {exc.explanation or exc}")
+    else:
+        say(f"removed the image {tag} had before ({short})")
 
 
 def _check_python(client: Any, base_image: str) -> None:

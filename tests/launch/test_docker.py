@@ -10,6 +10,7 @@ everywhere, against a socket that is not there.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import socket
@@ -82,12 +83,19 @@ def chess_image(engine):
 
 @pytest.fixture(scope="module")
 def atari_image(engine, chess_image):
-    """Our Atari image, built after the chess image: only its last layer (the server's name) is new."""
+    """Our Atari image, built after the chess image: only its last layer (the server's name) is new.
+
+    The tag first names a stand-in (as an image of an older version would): the build removes it rather
+    than leaving it untagged on disk."""
     tag = default_image("atari")
     with contextlib.suppress(Exception):
         engine.images.remove(tag, force=True)
+    stand_in = stand_in_image(engine, tag)
     lines: list[str] = []
     assert build_image("atari", base_image=BASE_IMAGE, progress=lines.append) == tag
+    assert f"removed the image {tag} had before ({stand_in.id.removeprefix('sha256:')[:12]})" in lines
+    with pytest.raises(docker_errors().ImageNotFound):
+        engine.images.get(stand_in.id)
     atari, chess = engine.images.get(tag), engine.images.get(chess_image)
     assert atari.attrs["Parent"] == chess.attrs["Parent"], (
         "the atari image should share every layer but the last with the chess image (if the chess image "
@@ -95,6 +103,19 @@ def atari_image(engine, chess_image):
     )
     assert atari.attrs["Config"]["Env"].count("OPENENV_LAB_SERVER=atari") == 1
     return tag
+
+
+def docker_errors():
+    import docker.errors
+
+    return docker.errors
+
+
+def stand_in_image(engine, tag: str):
+    """A one-label image on the base image, tagged ``tag``."""
+    dockerfile = f"FROM {BASE_IMAGE}\nLABEL openenv-lab.test=stand-in\n"
+    image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
+    return image
 
 
 def containers(engine, **filters):
