@@ -47,16 +47,6 @@ from .info_schema import InfoKey
 
 __all__ = ["AtariAdapter", "ScreenProxy", "encode_png"]
 
-_SETTINGS = (
-    "game",
-    "obs_type",
-    "frameskip",
-    "repeat_action_probability",
-    "full_action_space",
-    "mode",
-    "difficulty",
-    "max_num_frames_per_episode",
-)
 _SHAPES = {"rgb": (210, 160, 3), "grayscale": (210, 160), "ram": (128,)}
 _ENCODINGS = ("auto", "delta", "zlib", "raw", "json")
 
@@ -244,17 +234,18 @@ class AtariAdapter(Adapter):
             raise ValueError(
                 f"screen_encoding must be one of {', '.join(_ENCODINGS)}, got {screen_encoding!r}"
             )
-        values = (
-            game,
-            obs_type,
-            frameskip,
-            repeat_action_probability,
-            full_action_space,
-            mode,
-            difficulty,
-            max_num_frames_per_episode,
-        )
-        self.settings = {k: v for k, v in zip(_SETTINGS, values, strict=True) if v is not None}
+        settings = {
+            "game": game,
+            "obs_type": obs_type,
+            "frameskip": frameskip,
+            "repeat_action_probability": repeat_action_probability,
+            "full_action_space": full_action_space,
+            "mode": mode,
+            "difficulty": difficulty,
+            "max_num_frames_per_episode": max_num_frames_per_episode,
+        }
+        #: What every reset sends of the game's settings (those not given: the server's defaults).
+        self.settings = {name: value for name, value in settings.items() if value is not None}
         self.screen_encoding = screen_encoding
         # What to ask for at the next reset; "auto" becomes "delta" once the server says it has it.
         self._asked = "zlib" if screen_encoding == "auto" else screen_encoding

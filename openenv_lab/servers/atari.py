@@ -56,7 +56,6 @@ __all__ = ["AtariAction", "AtariEnvironment", "AtariObservation", "AtariState", 
 SPEC = BUNDLED_SERVERS["atari"]
 SCREEN_ENCODINGS: tuple[str, ...] = SPEC.option("screen_encoding").choices or ()
 #: gymnasium's ALE/...-v5 limit: 108,000 frames (30 minutes of play at 60 frames per second).
-DEFAULT_MAX_FRAMES = SPEC.option("max_num_frames_per_episode").default
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,26 +109,11 @@ class AtariEnvironment(ServerEnvironment):
 
     NAME = "atari"
 
-    def __init__(
-        self,
-        game: str = "pong",
-        obs_type: str = "rgb",
-        frameskip: int = 4,
-        repeat_action_probability: float = 0.0,
-        full_action_space: bool = False,
-        max_num_frames_per_episode: int = DEFAULT_MAX_FRAMES,
-    ) -> None:
+    def __init__(self, **defaults: Any) -> None:
+        """``defaults``: any of the server's options (its ``serve atari`` flags, declared in
+        `openenv_lab.servers.BUNDLED_SERVERS`), which each reset can change."""
         super().__init__()
-        self._defaults: dict[str, Any] = {
-            "game": game,
-            "obs_type": obs_type,
-            "frameskip": frameskip,
-            "repeat_action_probability": repeat_action_probability,
-            "full_action_space": full_action_space,
-            "mode": None,
-            "difficulty": None,
-            "max_num_frames_per_episode": max_num_frames_per_episode,
-        }
+        self._defaults: dict[str, Any] = {**SPEC.defaults(**defaults), "mode": None, "difficulty": None}
         _check_settings(self._defaults)
         self._ale: ALEInterface | None = None
         self._loaded: tuple[Any, ...] | None = None
@@ -434,25 +418,10 @@ def _check_settings(settings: dict[str, Any]) -> None:
     SPEC.check(**{name: value for name, value in settings.items() if name != "game"})
 
 
-def make_app(
-    game: str = "pong",
-    obs_type: str = "rgb",
-    frameskip: int = 4,
-    repeat_action_probability: float = 0.0,
-    full_action_space: bool = False,
-    max_num_frames_per_episode: int = DEFAULT_MAX_FRAMES,
-    max_sessions: int = 16,
-) -> Any:
-    """The FastAPI app of the Atari server; the arguments are defaults each reset can override."""
-    factory = functools.partial(
-        AtariEnvironment,
-        game=game,
-        obs_type=obs_type,
-        frameskip=frameskip,
-        repeat_action_probability=repeat_action_probability,
-        full_action_space=full_action_space,
-        max_num_frames_per_episode=max_num_frames_per_episode,
-    )
+def make_app(max_sessions: int = 16, **options: Any) -> Any:
+    """The FastAPI app of the Atari server; ``options`` (its ``serve atari`` flags) are the defaults each
+    reset can change."""
+    factory = functools.partial(AtariEnvironment, **options)
     factory()  # fail now, at server start, on bad defaults (an unknown game, say)
     return build_app(
         factory, AtariAction, AtariObservation, AtariState, env_name="atari", max_sessions=max_sessions

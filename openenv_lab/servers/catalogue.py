@@ -123,6 +123,20 @@ class BundledServer:
             if value is not None:
                 self.option(name).check(value)
 
+    def defaults(self, **given: Any) -> dict[str, Any]:
+        """Every option a server is made with (its ``serve`` flags): ``given`` where given, else the
+        declared default; a name it does not take is a `ValueError` (the values are the server's to check).
+
+        Example:
+            >>> BUNDLED_SERVERS["echo"].defaults(max_steps=5)
+            {'max_steps': 5, 'mcp': False}
+        """
+        known = [option.name for option in self.options]
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ValueError(f"The {self.name} server has no option(s) {unknown}; it takes {sorted(known)}")
+        return {option.name: given.get(option.name, option.default) for option in self.options}
+
     def missing(self) -> str | None:
         """What this install lacks to run the server, as a sentence that says what to install; None when
         nothing is missing (checked without importing anything).
@@ -144,12 +158,7 @@ class BundledServer:
         needs = self.missing()
         if needs is not None:
             raise ImportError(needs)
-        known = {option.name for option in self.options}
-        unknown = set(options) - known
-        if unknown:
-            raise ValueError(
-                f"The {self.name} server has no option(s) {sorted(unknown)}; it takes {sorted(known)}"
-            )
+        self.defaults(**options)  # an unknown name is refused before the server module is imported
         module_name, function_name = self.app_factory.split(":")
         factory = getattr(importlib.import_module(module_name), function_name)
         return factory(max_sessions=max_sessions or self.default_max_sessions, **options)

@@ -104,25 +104,18 @@ class ChessEnvironment(ServerEnvironment):
 
     NAME = "chess"
 
-    def __init__(
-        self,
-        opponent: str | None = "random",
-        agent_color: str | None = "random",
-        opponent_depth: int = 2,
-        max_moves: int = 500,
-        gamma: float = 0.99,
-    ) -> None:
+    def __init__(self, **defaults: Any) -> None:
+        """``defaults``: any of the server's options (its ``serve chess`` flags, declared in
+        `openenv_lab.servers.BUNDLED_SERVERS`), which each reset can change. ``opponent=None`` is the
+        official server's self-play (``"none"``)."""
         super().__init__()
-        opponent = "none" if opponent is None else opponent  # the official server's self-play
-        agent_color = "random" if agent_color is None else agent_color
-        _check_options(opponent, agent_color, opponent_depth, max_moves, gamma)
-        self._defaults = {
-            "opponent": opponent,
-            "agent_color": agent_color,
-            "opponent_depth": opponent_depth,
-            "max_moves": max_moves,
-            "gamma": gamma,
-        }
+        if defaults.get("opponent", "") is None:
+            defaults["opponent"] = "none"
+        if defaults.get("agent_color", "") is None:
+            defaults["agent_color"] = "random"
+        self._defaults = SPEC.defaults(**defaults)
+        _check_options(**self._defaults)
+        opponent_depth, gamma = self._defaults["opponent_depth"], self._defaults["gamma"]
         self._gamma = gamma  # the official server's name for it
         self._agent_moves = 0
         self._opponent: Opponent | None = None  # built on first use: Stockfish is a process
@@ -133,7 +126,7 @@ class ChessEnvironment(ServerEnvironment):
         self._seen: collections.Counter[Hashable] = collections.Counter()  # positions since reset
         self._repeated = 1  # how many times the current position has occurred since reset
         self._state = ChessState()
-        self._max_moves = max_moves
+        self._max_moves = self._defaults["max_moves"]
         self._end_reason: str | None = None
         self._result: str | None = None
         self._task_moves: int | None = None  # the agent's moves left to mate in, during a task
@@ -497,24 +490,11 @@ def _colour_name(colour: chess.Color) -> str:
     return "white" if colour == chess.WHITE else "black"
 
 
-def make_app(
-    opponent: str = "random",
-    agent_color: str = "random",
-    opponent_depth: int = 2,
-    max_moves: int = 500,
-    gamma: float = 0.99,
-    max_sessions: int = 64,
-) -> Any:
-    """The FastAPI app of the chess server; the arguments are defaults each reset can override."""
-    _check_options(opponent, agent_color, opponent_depth, max_moves, gamma)
-    factory = functools.partial(
-        ChessEnvironment,
-        opponent=opponent,
-        agent_color=agent_color,
-        opponent_depth=opponent_depth,
-        max_moves=max_moves,
-        gamma=gamma,
-    )
+def make_app(max_sessions: int = 64, **options: Any) -> Any:
+    """The FastAPI app of the chess server; ``options`` (its ``serve chess`` flags) are the defaults each
+    reset can change."""
+    factory = functools.partial(ChessEnvironment, **options)
+    factory()  # fail now, at server start, on bad defaults (Stockfish missing, say)
     return build_app(
         factory,
         ChessAction,
