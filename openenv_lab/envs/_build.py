@@ -7,8 +7,10 @@ Shared by `OpenEnvEnv` and `OpenEnvVectorEnv`, so both refuse the same arguments
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,7 @@ from gymnasium.vector import AutoresetMode
 
 from ..adapters import ADAPTERS, Adapter, GenericAdapter
 from ..adapters.spec import find_spec
-from ..client import Client, OpenEnvError, ProtocolError
+from ..client import Client, EnvironmentMismatch, OpenEnvError, ProtocolError
 from ..client.spaces import SERVER_TOKEN_VARIABLE, TOKEN_VARIABLE, space_headers, space_image
 from ..launch import (
     DockerServer,
@@ -36,6 +38,8 @@ __all__ = [
     "check_reset_mask",
     "make_adapter",
     "make_launcher",
+    "models_digest",
+    "refuse_other_models",
     "render_metadata",
     "request_headers",
     "server_urls",
@@ -167,6 +171,29 @@ def _set_up(adapter: Adapter, client: Client, first: Any, state: Callable[[], di
             f"read ({type(exc).__name__}: {exc}); is it an OpenEnv server of that kind?",
             url=client.base_url,
         ) from exc
+
+
+def models_digest(client: Client) -> str:
+    """The SHA-256 of the server's action and observation models (``/schema``): what spaces are made of."""
+    schema = client.schema()
+    models = {key: schema.get(key) for key in ("action", "observation", "reset_observation")}
+    return hashlib.sha256(json.dumps(models, sort_keys=True).encode()).hexdigest()
+
+
+def refuse_other_models(client: Client, at_make: Collection[str]) -> None:
+    """After a reconnection, both envs' policy: refuse a server that now publishes other action or
+    observation models (`models_digest`) than the env's servers did at make (restarted at another
+    version, say), since the spaces made then would be wrong for it."""
+    if models_digest(client) in at_make:
+        return
+    raise EnvironmentMismatch(
+        f"The server at {client.base_url} now publishes other action or observation models (/schema) "
+        "than when this environment was made: its spaces would be wrong for it. Make the "
+        "environment again (gym.make) to play the server as it is now.",
+        asked="the /schema read at make",
+        reported="another /schema",
+        url=client.base_url,
+    )
 
 
 def render_metadata(adapter: Adapter) -> dict[str, Any]:

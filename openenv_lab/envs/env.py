@@ -8,8 +8,6 @@ seeding, and a clear error instead of a silent new game when stepping a finished
 
 from __future__ import annotations
 
-import hashlib
-import json
 import weakref
 from typing import Any, ClassVar
 
@@ -32,6 +30,8 @@ from ._build import (
     Where,
     make_adapter,
     make_launcher,
+    models_digest,
+    refuse_other_models,
     render_metadata,
     request_headers,
     set_up_adapters,
@@ -167,7 +167,7 @@ class OpenEnvEnv(gym.Env):
             self.episode = Episode(self.adapter, self.base_url, self._catalog)
             if tasks is not None:
                 self.episode.tasks = selection(tasks, self._catalog)
-            self._schema_at_make = self._schema_digest()
+            self._models_at_make = models_digest(self.client)
         except ServerError as exc:
             self.close()
             if exc.code != "EXECUTION_ERROR":
@@ -230,29 +230,17 @@ class OpenEnvEnv(gym.Env):
         assert self._session is not None
         return self.episode.reset_result(self._session.reset(**kwargs))
 
-    def _schema_digest(self) -> str:
-        """The SHA-256 of the server's action and observation models (``/schema``), what the spaces are of."""
-        schema = self.client.schema()
-        models = {key: schema.get(key) for key in ("action", "observation", "reset_observation")}
-        return hashlib.sha256(json.dumps(models, sort_keys=True).encode()).hexdigest()
-
     def _reconnect(self) -> None:
         """Open a new session, restarting an embedded server that died (it may come back on a new port),
-        and refuse a server that now publishes other action or observation models than at make (restarted
-        at another version, say): the spaces made then would be wrong."""
+        and refuse a server that now publishes other models than at make (`refuse_other_models`)."""
         self._open_session()
-        if self._schema_digest() != self._schema_at_make:
+        try:
+            refuse_other_models(self.client, {self._models_at_make})
+        except EnvironmentMismatch:
             session, self._session = self._session, None
             if session is not None:
                 session.close()
-            raise EnvironmentMismatch(
-                f"The server at {self.base_url} now publishes other action or observation models (/schema) "
-                "than when this environment was made: its spaces would be wrong for it. Make the "
-                "environment again (gym.make) to play the server as it is now.",
-                asked="the /schema read at make",
-                reported="another /schema",
-                url=self.base_url,
-            )
+            raise
 
     def _open_session(self) -> None:
         for attempt in range(2):

@@ -42,6 +42,7 @@ from ..adapters import Adapter
 from ..adapters.info_schema import InfoKey
 from ..client import (
     Client,
+    EnvironmentMismatch,
     Keepalive,
     OpenEnvError,
     ProtocolError,
@@ -58,6 +59,8 @@ from ._build import (
     Where,
     check_reset_mask,
     make_adapter,
+    models_digest,
+    refuse_other_models,
     render_metadata,
     request_headers,
     server_urls,
@@ -532,6 +535,7 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             self._closed_because = f"no server could take the sessions of a failed one: {exc}"
             self._close_after(first_error)
             raise first_error from exc
+        self._refuse_other_models({transport.urls[i] for i in ids})
         self.restarts += len(ids)
         _log.warning(
             "openenv_lab: server %s failed (%s); sub-environment(s) %s continue on %s",
@@ -552,6 +556,23 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             self._ready[i] = (self._env_obs[i], 0.0, False, True, info)
         if resend:
             self._send(resend)
+
+    def _refuse_other_models(self, urls: set[str]) -> None:
+        """`refuse_other_models` for the servers that took sessions of a failed one: each must publish
+        the models it did at make (a server unused then: those of one of the env's servers)."""
+        for url in sorted(urls):
+            at_make = self._models_at_make
+            with Client(url, timeouts=self.timeouts, headers=self._headers) as client:
+                try:
+                    refuse_other_models(client, {at_make[url]} if url in at_make else set(at_make.values()))
+                except OpenEnvError as exc:
+                    self._closed_because = (
+                        "a server came back with other models"
+                        if isinstance(exc, EnvironmentMismatch)
+                        else "a new server could not be read"
+                    )
+                    self._close_after(exc)
+                    raise
 
     def _result(self, i: int, kind: str, result: StepResult) -> _Decoded:
         if kind == "reset":
@@ -612,6 +633,8 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
                 self._probe,
                 self._session_state,
             )
+            #: What each server's models were at make: a reconnection refuses one that changed.
+            self._models_at_make = {url: models_digest(client) for url, client in clients.items()}
 
     def _probe(self, probing: dict[int, dict[str, Any]]) -> dict[int, Reply]:
         assert self._transport is not None

@@ -157,3 +157,28 @@ def test_a_server_back_with_other_models_is_refused_and_one_back_as_it_was_plays
         env.close()
         process.terminate()
         process.wait(10)
+
+
+@pytest.mark.slow
+def test_a_vector_env_refuses_a_server_back_with_other_models_too():
+    """The single env's policy holds for a vector env's reconnection (``on_failure="restart"``): a server
+    back on its URL with other models is refused, and the env closes saying why."""
+    from openenv_lab.client import EnvironmentMismatch
+    from tests.helpers import serve_cli
+
+    process, banner = serve_cli("echo")
+    url = banner[0].split(" listening on ")[1].split()[0]
+    envs = gym.make_vec("openenv/echo", num_envs=2, base_url=url, on_failure="restart", reconnect_within=30)
+    try:
+        envs.reset(seed=0)
+        process.kill()
+        process.wait(10)
+        process, _ = serve_cli("chess", "--port", url.rsplit(":", 1)[1])  # back on the same URL
+        with pytest.raises(EnvironmentMismatch, match=r"now publishes other action or observation"):
+            envs.step(("a", "b"))
+        with pytest.raises(SessionClosed, match="a server came back with other models"):
+            envs.step(("c", "d"))
+    finally:
+        envs.close()
+        process.terminate()
+        process.wait(10)
