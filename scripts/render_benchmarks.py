@@ -1,4 +1,4 @@
-"""Render the benchmark tables of README.md and ARCHITECTURE.md from the benchmarks' JSON.
+"""Render the benchmark tables of README.md and docs/ from the benchmarks' JSON.
 
 The docs never carry a measured figure typed by hand: every figure sits in a block between
 ``<!-- benchmark:NAME -->`` and ``<!-- /benchmark:NAME -->``, written by this script from
@@ -55,7 +55,7 @@ OWN_FILES = {
 }
 DOCUMENTS = (
     ROOT / "README.md",
-    ROOT / "ARCHITECTURE.md",
+    ROOT / "docs" / "performance.md",
     ROOT / "docs" / "ray.md",
     ROOT / "docs" / "infos.md",
     ROOT / "docs" / "options.md",
