@@ -18,8 +18,8 @@ from . import _protocol
 from ._config import Keepalive, Timeouts
 from ._protocol import StepResult
 from ._urls import http_url, ws_url
-from .errors import ServerError, SessionClosed
-from .session import connect_error, connect_options, transport_error
+from .errors import ServerError, SessionClosed, connect_error, transport_error
+from .session import connect_options
 
 __all__ = ["AsyncSession", "within"]
 

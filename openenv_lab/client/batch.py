@@ -28,8 +28,8 @@ from ._direct import DirectConnection
 from ._protocol import StepResult
 from ._urls import http_url, is_loopback, ws_url
 from .async_session import within
-from .errors import ProtocolError, SessionClosed
-from .session import connect_error, connect_options, direct_connection, transport_error
+from .errors import ClosedBecause, ProtocolError, connect_error, transport_error
+from .session import connect_options, direct_connection
 
 __all__ = ["BatchedSession", "Channel", "SyncBatchedSession", "SyncChannel"]
 
@@ -76,7 +76,7 @@ class Channel:
         self._pending: collections.deque[tuple[asyncio.Future[list[Any]], int]] = collections.deque()
         self._reader: asyncio.Task[None] | None = None
         self._closing: asyncio.Task[None] | None = None
-        self._failure: Exception | None = None  # why the connection ended, for later requests
+        self._why = ClosedBecause(self.url)  # why the connection ended, for later requests
 
     @classmethod
     async def open(cls, base_url: str, route: str, size: int, **options: Any) -> Channel:
@@ -119,7 +119,7 @@ class Channel:
         """Send one batch and return the future of its replies (one per entry, for `_protocol.reply_data`)."""
         ws = self._ws
         if ws is None:
-            raise self._closed_error()
+            raise self._why.error()
         message = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no slot
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._pending.append((future, len(entries)))
@@ -135,7 +135,7 @@ class Channel:
                 await ws.send(_protocol.close_message())
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(), self.timeouts.close)
-        self._fail(SessionClosed(f"The sessions with {self.url} are closed; open new ones.", url=self.url))
+        self._fail(self._why.closed())
         if self._reader is not None:
             self._reader.cancel()
             await asyncio.wait([self._reader])  # its end, not its exception (a cancel of close() counts)
@@ -150,7 +150,7 @@ class Channel:
         ws, self._ws = self._ws, None
         if ws is not None:
             self._closing = asyncio.get_running_loop().create_task(self._closewithin(ws))
-        self._fail(SessionClosed(f"The sessions with {self.url} were dropped; open new ones.", url=self.url))
+        self._fail(self._why.dropped(None))
 
     async def _closewithin(self, ws: ClientConnection) -> None:
         with contextlib.suppress(Exception):
@@ -181,15 +181,11 @@ class Channel:
 
     def _fail(self, error: Exception) -> None:
         """Fail every batch still waiting with ``error``; later requests are refused with it too."""
-        if self._failure is None:
-            self._failure = error
+        self._why.record(error)
         while self._pending:
             future, _ = self._pending.popleft()
             if not future.done():
                 future.set_exception(error)
-
-    def _closed_error(self) -> Exception:
-        return self._failure or SessionClosed(f"The sessions with {self.url} are closed.", url=self.url)
 
     def __repr__(self) -> str:
         return f"<Channel {self.url} {len(self.sessions)} sessions {'closed' if self.closed else 'open'}>"
@@ -287,7 +283,7 @@ class SyncChannel:
         self.timeouts = Timeouts.of(timeouts)
         self.sessions = [SyncBatchedSession(self, i) for i in range(size)]
         self._pending: collections.deque[int] = collections.deque()  # each batch's entry count, oldest first
-        self._failure: Exception | None = None
+        self._why = ClosedBecause(self.url)  # why the connection ended, for later requests
         self._ws: DirectConnection | None = None
         try:
             self._ws = direct_connection(self.url, self.timeouts, keepalive or Keepalive(), headers)
@@ -318,7 +314,7 @@ class SyncChannel:
         """Send one batch of ``(session, kind, data)`` requests; `receive` returns its replies."""
         ws = self._ws
         if ws is None:
-            raise self._closed_error()
+            raise self._why.error()
         message = _protocol.batch_message(entries)  # first: an action that cannot be sent leaves no slot
         self._pending.append(len(entries))
         try:
@@ -333,7 +329,7 @@ class SyncChannel:
         ``timeouts.request``."""
         ws = self._ws
         if ws is None:
-            raise self._closed_error()
+            raise self._why.error()
         if not self._pending:
             raise ProtocolError(f"No batch is in flight on {self.url}: submit one first", url=self.url)
         try:
@@ -374,26 +370,15 @@ class SyncChannel:
                 ws.send(_protocol.close_message())
             ws.close()
         self._pending.clear()
-        if self._failure is None:
-            self._failure = SessionClosed(
-                f"The sessions with {self.url} are closed; open new ones.", url=self.url
-            )
+        self._why.closed()
 
     def _drop(self) -> None:
         """Close after a failed or interrupted request; later calls say the sessions were dropped."""
-        if self._failure is None:
-            self._failure = SessionClosed(
-                f"The sessions with {self.url} were dropped after a request failed or was interrupted; "
-                "open new ones.",
-                url=self.url,
-            )
+        self._why.dropped()
         ws, self._ws = self._ws, None
         self._pending.clear()
         if ws is not None:
             ws.close()
-
-    def _closed_error(self) -> Exception:
-        return self._failure or SessionClosed(f"The sessions with {self.url} are closed.", url=self.url)
 
     def __repr__(self) -> str:
         return f"<SyncChannel {self.url} {len(self.sessions)} sessions {'closed' if self.closed else 'open'}>"

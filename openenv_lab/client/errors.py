@@ -25,14 +25,24 @@ the next one), so open a new one: the episode in progress is lost.
 Errors of a vector environment say which sub-environment and server they concern: ``env_index`` (None
 when the error concerns a server before any sub-environment was placed on it) and ``server_url`` are
 attributes, and the message starts with them.
+
+What the libraries below raise is translated here, and only here: `connect_error` and `transport_error`
+for websockets' exceptions, the builders below them for httpx's and for HTTP statuses. `ClosedBecause`
+keeps why a connection ended, for every later request on it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+
+if TYPE_CHECKING:
+    from ._config import Timeouts
 
 __all__ = [
     "CapacityError",
+    "ClosedBecause",
     "ConnectError",
     "EnvironmentMismatch",
     "LaunchError",
@@ -183,3 +193,145 @@ class CapacityError(ServerError):
         )
         self.active_sessions = active_sessions
         self.max_sessions = max_sessions
+
+
+# ---------------------------------------------------------------------------------------------- translation
+
+
+def connect_error(exc: Exception, base_url: str, url: str, timeouts: Timeouts) -> Exception:
+    """The error to raise when opening the WebSocket failed with ``exc``."""
+    if isinstance(exc, InvalidStatus):
+        return upgrade_refused(exc.response.status_code, base_url, url)
+    if isinstance(exc, (InvalidHandshake, InvalidURI)):
+        return ProtocolError(
+            f"The WebSocket handshake with {url} failed ({exc}); is this an OpenEnv server?", url=url
+        )
+    if isinstance(exc, TimeoutError):
+        return connect_timeout(url, timeouts)
+    if isinstance(exc, OSError):
+        return unreachable(url, exc.strerror or str(exc))
+    return exc
+
+
+def transport_error(exc: Exception, url: str, timeouts: Timeouts) -> OpenEnvError:
+    """The error for a request whose reply never came (a timeout, or the connection closing)."""
+    if isinstance(exc, TimeoutError):
+        return Timeout(
+            f"{url} did not reply within {timeouts.request:g} s. The session was closed (a late reply "
+            "could not be told apart from the next one), so the episode is lost. Raise "
+            "Timeouts(request=...) if steps are legitimately slow.",
+            url=url,
+        )
+    assert isinstance(exc, ConnectionClosed)
+    return SessionClosed(
+        f"The connection to {url} closed during the session ({_describe_close(exc)}): the server "
+        "stopped or dropped the session, and the episode in progress is lost.",
+        url=url,
+    )
+
+
+def connect_timeout(url: str, timeouts: Timeouts) -> ConnectError:
+    """Nothing answered at ``url`` within the connect timeout."""
+    return ConnectError(
+        f"Could not connect to {url} within {timeouts.connect:g} s. Is the server running and reachable? "
+        "Raise Timeouts(connect=...) for slow starts.",
+        url=url,
+    )
+
+
+def unreachable(url: str, reason: str) -> ConnectError:
+    """The connection to ``url`` was refused or failed for ``reason``."""
+    return ConnectError(
+        f"Could not connect to {url}: {reason}. Is an OpenEnv server running there? Start one with "
+        "'openenv-lab serve NAME' (chess, atari, finrl or echo), or leave base_url unset to use the "
+        "embedded server.",
+        url=url,
+    )
+
+
+def needs_credentials(url: str, status: int, said: str) -> ConnectError:
+    """HTTP 401 or 403: ``said`` is what the server did, e.g. ``"refused the session with HTTP 401"``."""
+    return ConnectError(
+        f"{url} {said}: it needs credentials. Pass token='<token>' to make() (our servers print theirs; "
+        "a Hugging Face token for a private Space), or headers={'Authorization': ...}.",
+        url=url,
+        status=status,
+    )
+
+
+def upgrade_refused(status: int, base_url: str, url: str) -> OpenEnvError:
+    """The error for an HTTP status answered to the WebSocket upgrade."""
+    if status in (401, 403):
+        return needs_credentials(base_url, status, f"refused the session with HTTP {status}")
+    if status >= 500:
+        return ConnectError(
+            f"{base_url} answered HTTP {status} to the WebSocket upgrade: the server is unavailable or "
+            "still starting (a sleeping Space takes a minute to wake). Try again shortly.",
+            url=url,
+        )
+    return ProtocolError(
+        f"{base_url} answered HTTP {status} to the WebSocket upgrade at /ws: it does not look like an "
+        "OpenEnv server (OpenEnv serves sessions at /ws). Check the URL and port.",
+        url=url,
+    )
+
+
+def http_status_error(url: str, status: int, text: str) -> OpenEnvError:
+    """The error for an HTTP answer of ``status`` (400 or more) to a request of ours."""
+    if status == 404:
+        return ProtocolError(
+            f"{url} answered 404: this server has no such route. Is it an OpenEnv server?",
+            url=url,
+            status=404,
+        )
+    if status in (401, 403):
+        return needs_credentials(url, status, f"answered HTTP {status}")
+    return ProtocolError(f"{url} answered HTTP {status}: {text[:300]}", url=url, status=status)
+
+
+def _describe_close(exc: ConnectionClosed) -> str:
+    received = exc.rcvd
+    if received is None:
+        return "no close code received"
+    return f"close code {received.code}" + (f", {received.reason}" if received.reason else "")
+
+
+class ClosedBecause:
+    """Why a connection ended: the first reason recorded, which every later request on it raises.
+
+    Example:
+        >>> why = ClosedBecause("ws://127.0.0.1:8000/ws/batch")
+        >>> str(why.error())
+        'The sessions with ws://127.0.0.1:8000/ws/batch are closed.'
+        >>> _ = why.dropped()
+        >>> _ = why.closed()  # the first reason stays
+        >>> str(why.error()).split(" after ")[0]
+        'The sessions with ws://127.0.0.1:8000/ws/batch were dropped'
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.reason: Exception | None = None
+
+    def record(self, error: Exception) -> None:
+        """Keep ``error`` as the reason, unless one was recorded before."""
+        if self.reason is None:
+            self.reason = error
+
+    def closed(self) -> SessionClosed:
+        """The sessions were closed on purpose: that error, recorded unless a reason was before."""
+        error = SessionClosed(f"The sessions with {self.url} are closed; open new ones.", url=self.url)
+        self.record(error)
+        return error
+
+    def dropped(self, after: str | None = "a request failed or was interrupted") -> SessionClosed:
+        """The connection was dropped ``after`` something went wrong (None: not said): that error,
+        recorded unless a reason was before."""
+        why = f" after {after}" if after else ""
+        error = SessionClosed(f"The sessions with {self.url} were dropped{why}; open new ones.", url=self.url)
+        self.record(error)
+        return error
+
+    def error(self) -> Exception:
+        """What a request on the ended connection raises."""
+        return self.reason or SessionClosed(f"The sessions with {self.url} are closed.", url=self.url)

@@ -21,7 +21,16 @@ from typing import Any
 from ..optional_imports import hidden_module
 from ._config import Keepalive, Timeouts
 from ._urls import http_url, is_loopback
-from .errors import ConnectError, OpenEnvError, ProtocolError, ServerError, Timeout
+from .errors import (
+    ConnectError,
+    OpenEnvError,
+    ProtocolError,
+    ServerError,
+    Timeout,
+    connect_timeout,
+    http_status_error,
+    unreachable,
+)
 from .session import Session
 
 
@@ -255,41 +264,14 @@ class Client:
                 response = self._http.get(url, params=params, timeout=timeout or httpx.USE_CLIENT_DEFAULT)
             else:
                 response = self._http.post(url, json=body, timeout=timeout or httpx.USE_CLIENT_DEFAULT)
-        except httpx.TimeoutException as exc:
-            if isinstance(exc, httpx.ConnectTimeout):
-                raise ConnectError(
-                    f"Could not connect to {url} within {self.timeouts.connect:g} s. Is the server "
-                    "running and reachable?",
-                    url=url,
-                ) from None
+        except httpx.ConnectTimeout:
+            raise connect_timeout(url, self.timeouts) from None
+        except httpx.TimeoutException:
             raise Timeout(f"{url} did not answer within {self.timeouts.request:g} s.", url=url) from None
         except httpx.TransportError as exc:
-            raise ConnectError(
-                f"Could not connect to {url}: {exc}. Is an OpenEnv server running there? Start one "
-                "with 'openenv-lab serve NAME' (chess, atari, finrl or echo), or leave base_url unset to use "
-                "the embedded server.",
-                url=url,
-            ) from None
-        if response.status_code == 404:
-            raise ProtocolError(
-                f"{url} answered 404: this server has no such route. Is it an OpenEnv server?",
-                url=url,
-                status=404,
-            )
-        if response.status_code in (401, 403):
-            raise ConnectError(
-                f"{url} answered HTTP {response.status_code}: the server needs credentials. Pass "
-                "token='<token>' to make() (our servers print theirs; a Hugging Face token for a private "
-                "Space), or headers={'Authorization': ...}.",
-                url=url,
-                status=response.status_code,
-            )
+            raise unreachable(url, str(exc)) from None
         if response.status_code >= 400:
-            raise ProtocolError(
-                f"{url} answered HTTP {response.status_code}: {response.text[:300]}",
-                url=url,
-                status=response.status_code,
-            )
+            raise http_status_error(url, response.status_code, response.text)
         try:
             return response.json()
         except ValueError:

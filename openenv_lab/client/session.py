@@ -17,7 +17,7 @@ import contextlib
 import weakref
 from typing import Any
 
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from . import _protocol
@@ -25,7 +25,7 @@ from ._config import Keepalive, Timeouts
 from ._direct import DirectConnection
 from ._protocol import StepResult
 from ._urls import http_url, is_loopback, ws_url
-from .errors import ConnectError, OpenEnvError, ProtocolError, ServerError, SessionClosed, Timeout
+from .errors import ServerError, SessionClosed, connect_error, transport_error
 
 __all__ = ["Session"]
 
@@ -211,73 +211,3 @@ def connect_options(
         "additional_headers": headers,
         "proxy": None if is_loopback(base_url) else True,
     }
-
-
-def connect_error(exc: Exception, base_url: str, url: str, timeouts: Timeouts) -> Exception:
-    """The error to raise when opening the WebSocket failed with ``exc``."""
-    if isinstance(exc, InvalidStatus):
-        return _refusal(exc.response.status_code, base_url, url)
-    if isinstance(exc, (InvalidHandshake, InvalidURI)):
-        return ProtocolError(
-            f"The WebSocket handshake with {url} failed ({exc}); is this an OpenEnv server?", url=url
-        )
-    if isinstance(exc, TimeoutError):
-        return ConnectError(
-            f"Could not connect to {url} within {timeouts.connect:g} s. Is the server running and reachable? "
-            "Raise Timeouts(connect=...) for slow starts.",
-            url=url,
-        )
-    if isinstance(exc, OSError):
-        return ConnectError(
-            f"Could not connect to {url}: {exc.strerror or exc}. Is an OpenEnv server running there? Start "
-            "one with 'openenv-lab serve NAME' (chess, atari, finrl or echo), or leave base_url unset to "
-            "use the embedded server.",
-            url=url,
-        )
-    return exc
-
-
-def transport_error(exc: Exception, url: str, timeouts: Timeouts) -> OpenEnvError:
-    """The error for a request whose reply never came (a timeout, or the connection closing)."""
-    if isinstance(exc, TimeoutError):
-        return Timeout(
-            f"{url} did not reply within {timeouts.request:g} s. The session was closed (a late reply "
-            "could not be told apart from the next one), so the episode is lost. Raise "
-            "Timeouts(request=...) if steps are legitimately slow.",
-            url=url,
-        )
-    assert isinstance(exc, ConnectionClosed)
-    return SessionClosed(
-        f"The connection to {url} closed during the session ({_describe_close(exc)}): the server "
-        "stopped or dropped the session, and the episode in progress is lost.",
-        url=url,
-    )
-
-
-def _refusal(status: int, base_url: str, url: str) -> OpenEnvError:
-    """The error for an HTTP status answered to the WebSocket upgrade."""
-    if status in (401, 403):
-        return ConnectError(
-            f"{base_url} refused the session with HTTP {status}: it needs credentials. Pass token='<token>' "
-            "to make() (a Hugging Face token for a private Space), or headers={'Authorization': ...}.",
-            url=url,
-            status=status,
-        )
-    if status >= 500:
-        return ConnectError(
-            f"{base_url} answered HTTP {status} to the WebSocket upgrade: the server is unavailable or "
-            "still starting (a sleeping Space takes a minute to wake). Try again shortly.",
-            url=url,
-        )
-    return ProtocolError(
-        f"{base_url} answered HTTP {status} to the WebSocket upgrade at /ws: it does not look like an "
-        "OpenEnv server (OpenEnv serves sessions at /ws). Check the URL and port.",
-        url=url,
-    )
-
-
-def _describe_close(exc: ConnectionClosed) -> str:
-    received = exc.rcvd
-    if received is None:
-        return "no close code received"
-    return f"close code {received.code}" + (f", {received.reason}" if received.reason else "")
