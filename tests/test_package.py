@@ -45,6 +45,7 @@ def dist(tmp_path_factory) -> Path:
 
 
 def test_the_wheel_and_the_sdist_pass_twine_check_with_their_data_and_license(dist):
+    """Each carries LICENSE, CHANGELOG.md and CITATION.cff too."""
     (wheel,) = dist.glob("openenv_lab-*.whl")
     (sdist,) = dist.glob("openenv_lab-*.tar.gz")
     done = subprocess.run(
@@ -61,11 +62,14 @@ def test_the_wheel_and_the_sdist_pass_twine_check_with_their_data_and_license(di
     for path in DATA:
         assert path in names, f"the wheel lacks {path}"
     assert "License-Expression: BSD-3-Clause" in fields.splitlines()
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names), "the wheel lacks LICENSE"
+    for path in ("CHANGELOG.md", "CITATION.cff"):  # installed under share/doc/openenv-lab
+        assert any(name.endswith(f".data/data/share/doc/openenv-lab/{path}") for name in names), path
     for extra in ("sb3", "grpo", "train", "atari", "finrl", "notebooks"):
         assert f"Provides-Extra: {extra}" in fields.splitlines()
     with tarfile.open(sdist) as archive:
         members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    for path in (*DATA, "pyproject.toml", "README.md"):
+    for path in (*DATA, "pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "CITATION.cff"):
         assert path in members, f"the sdist lacks {path}"
 
 
