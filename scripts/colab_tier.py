@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,13 +123,29 @@ def normalize(name: str) -> str:
 
 
 def read_freeze(path: Path) -> dict[str, str]:
-    """Colab's ``name==version`` lines, by normalized name (URL lines such as torch's are left out)."""
+    """Colab's versions by normalized name: its ``name==version`` lines, and its ``name @ URL`` lines
+    (torch, torchvision, torchaudio: the version their wheel's file name gives), so that an install cell
+    replacing one of those is seen too."""
     versions = {}
     for line in path.read_text().splitlines():
         match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)", line.strip())
         if match:
             versions[normalize(match.group(1))] = match.group(2)
+        elif (name := url_name(line)) is not None:
+            versions[normalize(name)] = url_version(path, name) or "a URL"
     return versions
+
+
+def url_name(line: str) -> str | None:
+    """The distribution of a ``name @ URL`` line of Colab's list, or None for any other line."""
+    match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*) @ \S+", line.strip())
+    return match.group(1) if match else None
+
+
+def from_urls(path: Path) -> set[str]:
+    """The normalized names Colab installs from URLs: builds of its own, which this machine's index does
+    not have (this machine's CPU build stands in for torch)."""
+    return {normalize(name) for line in path.read_text().splitlines() if (name := url_name(line))}
 
 
 @dataclass
@@ -183,7 +200,7 @@ def installed(python: str) -> dict[str, str]:
     return {normalize(name): version for name, version in json.loads(out).items()}
 
 
-def build_venv(where: Path, colab: dict[str, str], wheel: Path) -> str:
+def build_venv(where: Path, colab: dict[str, str], wheel: Path, urls: Collection[str] = ()) -> str:
     """A venv with Colab's versions of `BASE`, of everything our notebooks' installs would bring that Colab
     has (as pip resolves them, without installing), and of their dependencies; its python."""
     if where.exists():
@@ -210,9 +227,11 @@ def build_venv(where: Path, colab: dict[str, str], wheel: Path) -> str:
         )
         brought = {normalize(item["metadata"]["name"]) for item in json.loads(report.read_text())["install"]}
         constraints = Path(scratch) / "colab.txt"
-        pins = [f"{name}=={version}" for name, version in colab.items() if name not in TOOLING]
+        pins = [f"{name}=={version}" for name, version in colab.items() if name not in {*TOOLING, *urls}]
         constraints.write_text("\n".join(pins) + "\n")
-        wanted = sorted({name for name in (*BASE, *brought) if name in colab and name not in TOOLING})
+        wanted = sorted(
+            {name for name in (*BASE, *brought) if name in colab and name not in {*TOOLING, *urls}}
+        )
         # --no-compile: what the notebooks import compiles on first import; the rest of torch and its
         # neighbours never needs to (compiling it all is minutes of CPU, and changes nothing checked here).
         run([python, "-m", "pip", "install", "-q", "--no-compile", TORCH, *wanted, "-c", str(constraints)])
@@ -314,6 +333,37 @@ def install_step(python: str, colab: dict[str, str], group: list[str], wheel: Pa
     elif restarted:
         step.failures.append(f"the cell killed its kernel: {said[-500:]}")
     return step
+
+
+def would_change(python: str, colab: dict[str, str], requirement: str, wheel: Path) -> dict[str, str]:
+    """What installing ``requirement`` (from ``wheel``) into a venv of Colab's versions would change of
+    them, as pip resolves it without installing: name -> the version it would bring."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        run(
+            [
+                python,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--dry-run",
+                "--report",
+                str(report),
+                f"{requirement} @ {wheel.as_uri()}",
+            ]
+        )
+        brought = json.loads(report.read_text())["install"]
+    found = {normalize(item["metadata"]["name"]): item["metadata"]["version"] for item in brought}
+    return {name: version for name, version in found.items() if name in colab and version != colab[name]}
+
+
+def unnamed_changes(cell: str, changed: dict[str, str]) -> list[str]:
+    """The packages of ``changed`` that the cell's comments do not name (``huggingface_hub`` names
+    huggingface-hub): Colab's users read the comment to know what the cell touches."""
+    comments = " ".join(line.strip() for line in cell.splitlines() if line.strip().startswith("#"))
+    named = {normalize(word) for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9._-]*", comments)}
+    return sorted(name for name in changed if name not in named)
 
 
 def groups() -> list[list[str]]:
@@ -419,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"colab tier: no list of Colab's packages at {args.freeze}; pass --freeze", file=sys.stderr)
         return 2
     colab = read_freeze(args.freeze)
+    urls = from_urls(args.freeze)
     if args.jobs < 1:
         print(f"colab tier: --jobs must be at least 1, got {args.jobs}", file=sys.stderr)
         return 2
@@ -427,11 +478,26 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory() as dist:
         wheel = args.wheel.resolve() if args.wheel else build_wheel(Path(dist))
-        python = build_venv(args.venv, colab, wheel)
+        python = build_venv(args.venv, colab, wheel, urls)
         steps: list[Step] = []
         ran: dict[str, dict[str, Any]] = {}
+        # On Colab each notebook's cell runs on Colab's own versions: what it would change is asked of pip
+        # before any cell has run here (the cells below run one after another in this one venv).
+        unnamed: dict[str, list[str]] = {}
+        for group in groups():
+            requirement = "openenv-lab" + (f"[{EXTRAS[group[0]]}]" if group[0] in EXTRAS else "")
+            cell = cell_source(first_code_cell(json.loads((ROOT / group[0]).read_text())))
+            changed = would_change(python, colab, requirement, wheel)
+            unnamed[group[0]] = [
+                f"{name} ({colab[name]} -> {changed[name]})" for name in unnamed_changes(cell, changed)
+            ]
         for group in groups():
             steps.append(install_step(python, colab, group, wheel))
+            if unnamed[group[0]]:
+                steps[-1].failures.append(
+                    f"the install cell changes Colab's {', '.join(unnamed[group[0]])}, which its comment "
+                    "does not name: name them in scripts/install_cells.py's template"
+                )
             if args.no_notebooks or steps[-1].failures:
                 continue
             # Each notebook in a kernel and a temporary folder of its own: --jobs of them at once.

@@ -115,18 +115,35 @@ def test_outside_colab_an_install_cell_does_nothing():
 # --- the Colab tier's rules ----------------------------------------------------------------------------
 
 
-def test_colabs_list_is_read_by_name_and_version_and_url_lines_are_left_out(tmp_path):
+def test_colabs_list_is_read_by_name_and_version_url_lines_included(tmp_path):
+    """torch, torchvision and torchaudio are URLs in Colab's list: read too, so that a cell replacing them
+    is seen, and kept out of the venv's pins (this machine's CPU build stands in for torch)."""
     freeze = tmp_path / "pip-freeze.txt"
     freeze.write_text(
         "# a comment\nipywidgets==7.7.1\nhuggingface_hub==1.27.0\nPyYAML==6.0.3\n"
         "torch @ https://download.pytorch.org/whl/cpu/torch-2.11.0%2Bcpu-cp313-cp313-linux_x86_64.whl\n"
+        "torchvision @ https://download.pytorch.org/whl/cpu/torchvision-0.26.0%2Bcpu-cp313-cp313-linux_x86_64.whl\n"
     )
     assert colab_tier.read_freeze(freeze) == {
         "ipywidgets": "7.7.1",
         "huggingface-hub": "1.27.0",
         "pyyaml": "6.0.3",
+        "torch": "2.11.0",
+        "torchvision": "0.26.0",
     }
+    assert colab_tier.from_urls(freeze) == {"torch", "torchvision"}
     assert colab_tier.url_version(freeze, "torch") == "2.11.0"  # what this venv's CPU build stands in for
+
+
+def test_a_cells_comment_must_name_every_colab_package_it_changes():
+    cell = install_cells.render("notebooks/04_grpo.ipynb")
+    changed = {"huggingface-hub": "1.33.0", "certifi": "2026.10.19", "datasets": "5.2.0", "pyarrow": "26.0.1"}
+    assert colab_tier.unnamed_changes(cell, changed) == []  # huggingface_hub names huggingface-hub
+    assert colab_tier.unnamed_changes(cell, {**changed, "fsspec": "2026.1.0"}) == ["fsspec"]
+    plain = install_cells.render("tutorials/01_rl_loop_over_a_network.ipynb")
+    assert colab_tier.unnamed_changes(plain, changed) == ["datasets", "pyarrow"]  # not this cell's to change
+    code_only = "\n".join(line for line in plain.splitlines() if not line.lstrip().startswith("#"))
+    assert colab_tier.unnamed_changes(code_only, {"certifi": "1"}) == ["certifi"]  # comments, not code
 
 
 @pytest.mark.parametrize(
