@@ -494,9 +494,10 @@ def main(argv: list[str] | None = None) -> int:
         for group in groups():
             steps.append(install_step(python, colab, group, wheel))
             if unnamed[group[0]]:
+                missed = ", ".join(unnamed[group[0]])
                 steps[-1].failures.append(
-                    f"the install cell changes Colab's {', '.join(unnamed[group[0]])}, which its comment "
-                    "does not name: name them in scripts/install_cells.py's template"
+                    f"{group[0]}: the install cell changes Colab's {missed}, which its comment does not "
+                    "name: name them in scripts/install_cells.py's template"
                 )
             if args.no_notebooks or steps[-1].failures:
                 continue
