@@ -209,23 +209,9 @@ def build_venv(where: Path, colab: dict[str, str], wheel: Path, urls: Collection
     python = str(where / "bin" / "python")
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "report.json"
         everything = f"openenv-lab[{','.join(sorted(set(','.join(EXTRAS.values()).split(','))))}]"
-        run(
-            [
-                python,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--dry-run",
-                "--ignore-installed",
-                "--report",
-                str(report),
-                f"{everything} @ {wheel.as_uri()}",
-            ]
-        )
-        brought = {normalize(item["metadata"]["name"]) for item in json.loads(report.read_text())["install"]}
+        wanted_by_us = pip_would_install(python, everything, wheel, "--ignore-installed")
+        brought = {normalize(item["metadata"]["name"]) for item in wanted_by_us}
         constraints = Path(scratch) / "colab.txt"
         pins = [f"{name}=={version}" for name, version in colab.items() if name not in {*TOOLING, *urls}]
         constraints.write_text("\n".join(pins) + "\n")
@@ -335,25 +321,20 @@ def install_step(python: str, colab: dict[str, str], group: list[str], wheel: Pa
     return step
 
 
+def pip_would_install(python: str, requirement: str, wheel: Path, *options: str) -> list[dict[str, Any]]:
+    """What ``pip install`` of ``requirement`` (from ``wheel``) would install, without installing (pip's
+    ``--report``'s ``install`` list)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.json"
+        dry_run = ["install", "-q", "--dry-run", *options, "--report", str(report)]
+        run([python, "-m", "pip", *dry_run, f"{requirement} @ {wheel.as_uri()}"])
+        return list(json.loads(report.read_text())["install"])
+
+
 def would_change(python: str, colab: dict[str, str], requirement: str, wheel: Path) -> dict[str, str]:
     """What installing ``requirement`` (from ``wheel``) into a venv of Colab's versions would change of
     them, as pip resolves it without installing: name -> the version it would bring."""
-    with tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "report.json"
-        run(
-            [
-                python,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--dry-run",
-                "--report",
-                str(report),
-                f"{requirement} @ {wheel.as_uri()}",
-            ]
-        )
-        brought = json.loads(report.read_text())["install"]
+    brought = pip_would_install(python, requirement, wheel)
     found = {normalize(item["metadata"]["name"]): item["metadata"]["version"] for item in brought}
     return {name: version for name, version in found.items() if name in colab and version != colab[name]}
 
