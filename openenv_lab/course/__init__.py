@@ -14,7 +14,9 @@ Example:
     >>> from openenv_lab.course import lesson_06 as check
     >>> def mean_and_interval(values):  # the population standard deviation: a classic slip
     ...     import numpy as np
-    ...     return float(np.mean(values)), 1.96 * float(np.std(values)) / len(values) ** 0.5
+    ...     from scipy import stats
+    ...     t = stats.t.ppf(0.975, len(values) - 1)
+    ...     return float(np.mean(values)), t * float(np.std(values)) / len(values) ** 0.5
     >>> check.mean_and_interval(mean_and_interval)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

@@ -91,14 +91,20 @@ INTERVAL_CASES = ([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
 
 
 def mean_and_interval(answer: Callable[[Any], Any]) -> None:
-    """Exercise 2: ``answer(values)`` is ``(mean, half-width of the 95% interval)``."""
+    """Exercise 2: ``answer(values)`` is ``(mean, half-width of the 95% interval)``, Student's t interval:
+    ``t.ppf(0.975, n - 1) * sd(ddof=1) / sqrt(n)``. Needs scipy (for the t quantiles)."""
     exercise = Exercise(2, "mean_and_interval")
+    try:
+        from scipy import stats
+    except ImportError:
+        exercise.fail("this check needs scipy for Student's t quantiles: pip install scipy")
     for values in INTERVAL_CASES:
         array = np.asarray(values)
         n = len(values)
         mean = float(array.mean())
         sample_sd, population_sd = float(array.std(ddof=1)), float(array.std(ddof=0))
-        half = 1.96 * sample_sd / math.sqrt(n)
+        t = float(stats.t.ppf(0.975, n - 1))
+        half = t * sample_sd / math.sqrt(n)
         got = exercise.run(answer, list(values))
         exercise.require(
             isinstance(got, tuple) and len(got) == 2,
@@ -112,18 +118,26 @@ def mean_and_interval(answer: Callable[[Any], Any]) -> None:
             continue
         call = f"for {values}"
         mistakes = {
-            1.96 * population_sd / math.sqrt(n): "the standard deviation must be the sample one: `ddof=1` "
+            1.96 * sample_sd / math.sqrt(n): f"1.96 is the normal distribution's; with {n} values the mean "
+            f"follows Student's t with n - 1 = {n - 1} degrees of freedom: t.ppf(0.975, n - 1) = {t:.3f}, "
+            "a wider interval.",
+            float(stats.t.ppf(0.975, n)) * sample_sd / math.sqrt(n): "Student's t has n - 1 degrees of "
+            "freedom here, not n (one is spent on the mean).",
+            float(stats.t.ppf(0.95, n - 1)) * sample_sd / math.sqrt(n): "a 95% interval leaves 2.5% in each "
+            "tail: t.ppf(0.975, n - 1), not 0.95.",
+            t * population_sd / math.sqrt(n): "the standard deviation must be the sample one: `ddof=1` "
             "(n - 1 in the denominator), since the values are a sample.",
-            1.96 * sample_sd / n: "the standard error divides by the square root of n, not by n.",
-            2 * half: "that is the interval's whole width; return the half-width, 1.96 x sd / sqrt(n).",
-            sample_sd
-            / math.sqrt(n): "that is the standard error; a 95% interval is 1.96 standard errors each side.",
+            t * sample_sd / n: "the standard error divides by the square root of n, not by n.",
+            2 * half: "that is the interval's whole width; return the half-width, t x sd / sqrt(n).",
+            sample_sd / math.sqrt(n): "that is the standard error; a 95% interval is t.ppf(0.975, n - 1) "
+            "standard errors each side.",
         }
         for wrong, hint in mistakes.items():
             if abs(got_half - wrong) < 1e-9:
                 exercise.fail(f"{call} it returned the half-width {got_half:g}: {hint}")
         exercise.fail(
-            f"{call} the half-width is {half:g}, it returned {got_half:g}: 1.96 x sd(ddof=1) / sqrt(n)."
+            f"{call} the half-width is {half:g}, it returned {got_half:g}: "
+            "t.ppf(0.975, n - 1) x sd(ddof=1) / sqrt(n)."
         )
     exercise.passed()
 

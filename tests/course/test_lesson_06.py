@@ -80,11 +80,21 @@ def test_evaluate_mistakes_are_named(env, mistake, hint):
         check.evaluate(lambda agent, env, seeds: evaluate(agent, env, seeds, **mistake), random_agent, env)
 
 
-def interval(values, *, ddof=1, root=True, z=1.96, whole=False):
+def interval(values, *, ddof=1, root=True, quantile=None, whole=False):
+    """Student's t interval, or one of the mistakes: ``quantile(n)`` in place of t.ppf(0.975, n - 1)."""
+    from scipy import stats
+
     values = np.asarray(values, dtype=float)
     n = len(values)
-    half = z * values.std(ddof=ddof) / (np.sqrt(n) if root else n)
+    q = quantile(n) if quantile else stats.t.ppf(0.975, n - 1)
+    half = q * values.std(ddof=ddof) / (np.sqrt(n) if root else n)
     return float(values.mean()), float(2 * half if whole else half)
+
+
+def t_quantile(level, degrees):
+    from scipy import stats
+
+    return lambda n: stats.t.ppf(level, degrees(n))
 
 
 @pytest.mark.parametrize(
@@ -93,7 +103,13 @@ def interval(values, *, ddof=1, root=True, z=1.96, whole=False):
         ({"ddof": 0}, "ddof=1"),
         ({"root": False}, "square root of n"),
         ({"whole": True}, "the interval's whole width"),
-        ({"z": 1.0}, "1.96 standard errors"),
+        ({"quantile": lambda n: 1.0}, r"t.ppf\(0.975, n - 1\) standard errors each side"),
+        (
+            {"quantile": lambda n: 1.96},
+            r"1.96 is the normal distribution's; with \d values .* degrees of freedom",
+        ),
+        ({"quantile": t_quantile(0.975, lambda n: n)}, "n - 1 degrees of freedom here, not n"),
+        ({"quantile": t_quantile(0.95, lambda n: n - 1)}, r"2.5% in each tail"),
     ],
 )
 def test_mean_and_interval_mistakes_are_named(mistake, hint):

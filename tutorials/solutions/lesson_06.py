@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 
 def evaluate(agent, env, seeds) -> list[float]:
@@ -21,7 +22,9 @@ def evaluate(agent, env, seeds) -> list[float]:
 
 def mean_and_interval(values) -> tuple[float, float]:
     values = np.asarray(values, dtype=float)
-    return float(values.mean()), float(1.96 * values.std(ddof=1) / np.sqrt(len(values)))
+    n = len(values)
+    t = stats.t.ppf(0.975, n - 1)  # Student's t: with few values, wider than the normal's 1.96
+    return float(values.mean()), float(t * values.std(ddof=1) / np.sqrt(n))
 
 
 def same_environment(a, b) -> bool:
