@@ -501,10 +501,15 @@ def _source_tree() -> Path | None:
     return None
 
 
+#: The checkout's top-level files a wheel's build reads: the metadata, the readme, the license and the
+#: files shipped beside the package (pyproject.toml's ``license-files`` and ``data-files``).
+_BUILD_FILES = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "CHANGELOG.md", "CITATION.cff")
+
+
 def _clean_copy(root: Path, target: Path) -> Path:
     """What a wheel of the checkout needs, without its build/, caches or egg-info (which would leak in)."""
     target.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in _BUILD_FILES:
         shutil.copy(root / name, target / name)
     shutil.copytree(
         root / "openenv_lab", target / "openenv_lab", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")

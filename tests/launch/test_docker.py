@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import gymnasium as gym
 import httpx
@@ -405,3 +406,20 @@ def test_launcher_arguments_are_checked():
         DockerServer("chess", colour="white")
     with pytest.raises(ValueError, match="apply to our own servers"):
         DockerServer(image="someone/env:1", opponent="greedy")
+
+
+def test_the_clean_copy_an_image_is_built_from_builds_a_wheel(tmp_path):
+    """Runs everywhere (no engine): `build_image` gathers wheels from a copy of the checkout with only
+    what a build reads; a file pyproject.toml names (the license, the files shipped beside the package)
+    missing from that copy fails every image build."""
+    from openenv_lab.launch.docker import _clean_copy
+
+    source = _clean_copy(Path(openenv_lab.__file__).resolve().parent.parent, tmp_path / "source")
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "out"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    assert list((tmp_path / "out").glob("openenv_lab-*.whl"))
