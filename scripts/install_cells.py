@@ -35,7 +35,8 @@ GIT_URL = "git+https://github.com/openenv-lab/openenv_lab"
 _HEAD = """\
 # On Google Colab, install openenv_lab and what this notebook uses; anywhere else this cell does nothing.
 # Colab's own packages stay as they are (numpy, torch, ipywidgets 7, the kernel); openenv needs newer
-# huggingface_hub and certifi than Colab's, pure-Python packages, so no restart is needed for them.{restart_note}
+# huggingface_hub and certifi than Colab's, pure-Python packages, so no restart is needed for them.\
+{restart_note}
 import sys
 
 if "google.colab" in sys.modules:

@@ -13,6 +13,7 @@ from .schema import WideInteger
 from .spec import SPECS, Spec
 from .tools import Tools
 
+#: The adapter of each family, by the name ``gym.make(..., adapter=NAME)`` takes.
 ADAPTERS: dict[str, type[Adapter]] = {
     "atari": AtariAdapter,
     "chess": ChessAdapter,

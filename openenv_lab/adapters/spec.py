@@ -207,6 +207,7 @@ def _dm_control_task(state: dict[str, Any]) -> Spec | None:
     )
 
 
+#: A spec for each official OpenEnv environment we test against, by name (`openenv/remote` picks one).
 SPECS: dict[str, Spec] = {
     spec.name: spec
     for spec in (

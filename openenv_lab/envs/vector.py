@@ -120,8 +120,8 @@ class OpenEnvVectorEnv(SubEnvironmentAttributes, VectorEnv):
             ``reconnect_within`` seconds (else the error is raised). The sessions are then always driven
             by an event loop thread, so that each can be replaced alone.
         reconnect_within: seconds to find new sessions after a server fails (``on_failure="restart"``).
-        render_mode, timeouts, keepalive, headers, raw_info, text_info, **adapter_options: as for
-            `OpenEnvEnv`.
+        adapter_options: ``render_mode``, ``timeouts``, ``keepalive``, ``headers``, ``raw_info``,
+            ``text_info`` and the adapter's own options, as for `OpenEnvEnv`.
 
     Example:
         >>> import gymnasium as gym, openenv_lab

@@ -164,6 +164,7 @@ class BundledServer:
         return factory(max_sessions=max_sessions or self.default_max_sessions, **options)
 
 
+#: Our servers, by the name ``openenv-lab serve NAME`` and ``EmbeddedServer(NAME)`` take.
 BUNDLED_SERVERS: dict[str, BundledServer] = {
     "echo": BundledServer(
         name="echo",
