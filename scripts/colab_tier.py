@@ -366,6 +366,8 @@ path = sys.argv[1]
 nb = nbformat.read(path, as_version=4)
 client = NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}})
 client.execute()
+if len(sys.argv) > 3:  # where to keep the executed notebook (the docs build shows its outputs)
+    nbformat.write(nb, sys.argv[3])
 shown = [
     f"cell {index}: {output.ename}: {output.evalue}"
     for index, cell in enumerate(nb.cells)
@@ -377,8 +379,9 @@ if shown:
 """
 
 
-def execute(python: str, notebook: str) -> tuple[float, str | None]:
-    """Runs ``notebook`` top to bottom in the venv's kernel: seconds, and the error if a cell failed."""
+def execute(python: str, notebook: str, keep: Path | None = None) -> tuple[float, str | None]:
+    """Runs ``notebook`` top to bottom in the venv's kernel: seconds, and the error if a cell failed.
+    With ``keep``, the executed notebook is written under it, at its path in the repository."""
     env = {**os.environ, "OPENENV_LAB_SMOKE": "1", "OPENENV_LAB_SOLUTIONS": "1", "MPLBACKEND": "agg"}
     env.pop("PYTHONPATH", None)
     started = time.monotonic()
@@ -392,7 +395,8 @@ def execute(python: str, notebook: str) -> tuple[float, str | None]:
         run([python, "-m", "ipykernel", "install", "--prefix", str(kernels), "--name", "python3"], env=env)
         env["JUPYTER_PATH"] = str(kernels / "share" / "jupyter")
         result = subprocess.run(
-            [python, "-c", NOTEBOOK_RUNNER, str(ROOT / notebook), str((ROOT / notebook).parent)],
+            [python, "-c", NOTEBOOK_RUNNER, str(ROOT / notebook), str((ROOT / notebook).parent)]
+            + ([] if keep is None else [str(keep / notebook)]),
             capture_output=True,
             text=True,
             timeout=1800,
@@ -437,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-notebooks", action="store_true", help="the installs and their checks only")
     parser.add_argument("--json", type=Path, help="also write the report here")
     parser.add_argument(
+        "--executed",
+        type=Path,
+        help="keep each executed notebook under this folder (scripts/build_docs.py --seed shows them)",
+    )
+    parser.add_argument(
         "--jobs", type=int, default=1, help="notebooks run at once, each in a kernel of its own (default 1)"
     )
     parser.add_argument(
@@ -457,6 +466,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.wheel is not None and not args.wheel.is_file():
         print(f"colab tier: no wheel at {args.wheel}", file=sys.stderr)
         return 2
+    if args.executed is not None:
+        args.executed = args.executed.resolve()
+        for folder in ("notebooks", "tutorials"):
+            (args.executed / folder).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as dist:
         wheel = args.wheel.resolve() if args.wheel else build_wheel(Path(dist))
         python = build_venv(args.venv, colab, wheel, urls)
@@ -484,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             # Each notebook in a kernel and a temporary folder of its own: --jobs of them at once.
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                results = pool.map(lambda notebook: execute(python, notebook), group)
+                results = pool.map(lambda notebook: execute(python, notebook, args.executed), group)
                 for notebook, (seconds, error) in zip(group, results, strict=True):
                     ran[notebook] = {"seconds": round(seconds, 1), "error": error}
                     print(f"  ran {notebook} in {seconds:.0f} s" + (": FAILED" if error else ""), flush=True)

@@ -1,4 +1,4 @@
-"""Render the benchmark tables of README.md and docs/ from the benchmarks' JSON.
+"""Render the benchmark tables of README.md and the site's pages (docs/) from the benchmarks' JSON.
 
 The docs never carry a measured figure typed by hand: every figure sits in a block between
 ``<!-- benchmark:NAME -->`` and ``<!-- /benchmark:NAME -->``, written by this script from
@@ -55,6 +55,9 @@ OWN_FILES = {
 }
 DOCUMENTS = (
     ROOT / "README.md",
+    ROOT / "docs" / "guide" / "notebooks.md",
+    ROOT / "docs" / "guide" / "any-server.md",
+    ROOT / "docs" / "guide" / "performance.md",
     ROOT / "docs" / "performance.md",
     ROOT / "docs" / "ray.md",
     ROOT / "docs" / "infos.md",

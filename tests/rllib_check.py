@@ -103,11 +103,15 @@ def legal_samples(algo: object, fleet: openenv_lab.Fleet) -> dict:
 
 
 def run_the_readme_example() -> dict:
-    """The README's RLlib example as it is, on a Ray of its own (every node on 127.0.0.1)."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    """The guide's RLlib example as it is, on a Ray of its own (every node on 127.0.0.1)."""
+    pages = [
+        Path(__file__).parent.parent / "README.md",
+        *(Path(__file__).parent.parent / "docs").rglob("*.md"),
+    ]
     [code] = [
         block
-        for block in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+        for page in pages
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
         if "openenv_lab.rllib" in block
     ]
     completed = subprocess.run(

@@ -47,7 +47,7 @@ def test_the_rendered_tables_are_up_to_date(script):
 
 
 def test_the_docs_type_no_measured_figures_outside_the_rendered_tables():
-    for path in [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for path in [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         assert typed_figures(path.read_text()) == [], path.name
 
 

@@ -85,11 +85,13 @@ def test_the_namespace_is_what_the_readme_documents_and_nothing_imported_for_our
     assert shown - modules == set(openenv_lab.__all__) - {"__version__"}
     for stray in ("Any", "importlib", "register_envs"):
         assert not hasattr(openenv_lab, stray), f"openenv_lab.{stray} is ours, not the user's"
-    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
-    for name in set(re.findall(r"openenv_lab\.(\w+)", readme)):
+    root = pathlib.Path(__file__).parents[1]
+    # What users read: the README and the site's pages.
+    docs = "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))])
+    for name in set(re.findall(r"openenv_lab\.(\w+)", docs)):
         found = name in shown or importlib.util.find_spec(f"openenv_lab.{name}") is not None  # sb3, trl
-        assert found, f"the README uses openenv_lab.{name}, which is neither in dir(openenv_lab) nor a module"
+        assert found, f"the docs use openenv_lab.{name}, which is neither in dir(openenv_lab) nor a module"
     for name in openenv_lab.__all__:
         if name != "__version__" and not isinstance(getattr(openenv_lab, name), types.ModuleType):
-            named = re.search(rf"\b{name}\b", readme)
-            assert named, f"openenv_lab.{name} is public but the README never names it"
+            named = re.search(rf"\b{name}\b", docs)
+            assert named, f"openenv_lab.{name} is public but neither the README nor docs/ names it"

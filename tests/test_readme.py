@@ -1,4 +1,4 @@
-"""The README's examples and commands are true."""
+"""The examples and commands of the README and of the guide's pages (``docs/``) are true."""
 
 from __future__ import annotations
 
@@ -18,10 +18,22 @@ from tests.conformance import OfficialServer
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text()
+#: The pages whose examples users copy and run as they are: the README, the quick start and the guide.
+#: (The reference pages' snippets, in docs/infos.md or docs/recording.md, are parts of a longer program.)
+PAGES = [ROOT / "README.md", ROOT / "docs" / "quickstart.md", *sorted((ROOT / "docs" / "guide").glob("*.md"))]
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README, flags=re.S)
+def python_blocks(path: Path = ROOT / "README.md") -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def all_examples() -> list[tuple[str, int, str]]:
+    """``(page, index on the page, code)`` for every Python example of every page."""
+    return [
+        (path.relative_to(ROOT).as_posix(), index, code)
+        for path in PAGES
+        for index, code in enumerate(python_blocks(path))
+    ]
 
 
 def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -48,19 +60,23 @@ def test_the_first_example_plays_a_game_to_the_end():
 
 
 def _examples() -> list:
-    """The examples after the first, by index; "ray" in the id of those that start Ray (conftest.py runs them
-    on the worker of the other Ray tests)."""
+    """Every example but the README's first, by page and index; "ray" in the id of those that start Ray
+    (conftest.py runs them on the worker of the other Ray tests)."""
     return [
-        pytest.param(index, id=f"{index}-ray" if 'engine="ray"' in code else str(index))
-        for index, code in enumerate(python_blocks())
-        if index
+        pytest.param(code, id=f"{page}-{index}" + ("-ray" if 'engine="ray"' in code else ""))
+        for page, index, code in all_examples()
+        if (page, index) != ("README.md", 0)
     ]
 
 
+def test_the_examples_are_found():
+    pages = {page for page, _, _ in all_examples()}
+    assert {"README.md", "docs/guide/chess.md", "docs/guide/any-server.md", "docs/quickstart.md"} <= pages
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("index", _examples())
-def test_every_other_example_runs(index):
-    code = python_blocks()[index]
+@pytest.mark.parametrize("code", _examples())
+def test_every_other_example_runs(code):
     if "openenv_lab.rllib" in code:
         pytest.skip("runs with RLlib's gymnasium, in tests/test_rllib.py (tests/rllib_check.py)")
     servers = []
@@ -107,3 +123,8 @@ def test_ci_runs_the_readmes_test_command():
 @pytest.mark.parametrize("command", ["openenv-lab play chess --games 3", 'pip install -q -e ".[dev]"'])
 def test_the_setup_commands_are_there(command):
     assert command in README
+
+
+def test_the_readme_fits_on_a_few_screens():
+    # The rest is on the site's pages (docs/guide/), which the README links to.
+    assert len(README) <= 12_000, f"README.md has {len(README):,} characters: move a section to docs/guide/"
