@@ -45,7 +45,6 @@ root_doc = "docs/index"
 extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
-    "sphinx.ext.doctest",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
 ]

@@ -2,13 +2,15 @@
 
     pip install -e ".[docs]"
     python scripts/build_docs.py              # the site, notebooks run in smoke mode (cached)
-    python scripts/build_docs.py --doctest    # and every docstring example run, page by page
+    python scripts/build_docs.py --doctest    # and every docstring example run
 
 Any warning fails the build (Sphinx's ``-W``), and Sphinx names the page and line: a link to a page that
 moved, a docstring whose reST is broken, a notebook cell that raises (its traceback is printed). With
-``--doctest`` a docstring example that no longer runs fails it too. After the build, every public name
-(``openenv_lab.__all__`` and the ``__all__`` of each module the API reference covers) must have its entry
-in the API reference; the script names those that do not.
+``--doctest`` a docstring example that no longer runs fails it too, named by its module and line: the
+examples run as the test suite runs them (``pytest --doctest-modules``), in their module's namespace.
+
+After the build, every public name (``openenv_lab.__all__`` and the ``__all__`` of each module the API
+reference covers) must have its entry in the API reference; the script names those that do not.
 
 Notebooks are executed through jupyter-cache in ``build/jupyter_cache``: a notebook whose code did not
 change since its last run is not run again. ``--seed DIR`` first adds to that cache the notebooks executed
@@ -33,23 +35,26 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-def sphinx(builder: str, out: Path, execute: bool) -> int:
+def sphinx(
+    builder: str, out: Path, execute: bool, source: Path = ROOT, **settings: str
+) -> subprocess.CompletedProcess[str]:
+    """Runs Sphinx with the site's settings (``settings`` override them, as ``-D NAME=VALUE``); its
+    warnings are printed as they come, and kept in the result's ``stderr``."""
     env = {**os.environ, "OPENENV_LAB_DOCS_EXECUTE": "cache" if execute else "off"}
-    command = [
-        sys.executable,
-        "-m",
-        "sphinx",
-        "-b",
-        builder,
-        "-W",
-        "--keep-going",
-        "-q",
-        "-c",
-        "docs",
-        ".",
-        str(out),
-    ]
-    return subprocess.run(command, cwd=ROOT, env=env).returncode
+    command = [sys.executable, "-m", "sphinx", "-b", builder, "-W", "--keep-going", "-q", "-c", str(DOCS)]
+    command += [f"-D{name}={value}" for name, value in settings.items()]
+    command += [str(source), str(out)]
+    done = subprocess.run(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(done.stderr)
+    return done
+
+
+def doctests(paths: list[Path]) -> subprocess.CompletedProcess[str]:
+    """Runs the docstring examples of ``paths`` (modules or packages) as the test suite does."""
+    command = [sys.executable, "-m", "pytest", "--doctest-modules", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(command + [str(p) for p in paths], cwd=ROOT, capture_output=True, text=True)
+    sys.stdout.write(done.stdout[-20_000:])
+    return done
 
 
 def seed(folder: Path) -> list[str]:
@@ -116,15 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed is not None and args.seed.is_dir():
         added = seed(args.seed)
         print(f"Took the outputs of {len(added)} notebooks executed elsewhere ({args.seed})")
-    if sphinx("html", args.out, execute=not args.no_execute) != 0:
+    if sphinx("html", args.out, execute=not args.no_execute).returncode != 0:
         print("The docs build failed: the warnings above name each page and line.", file=sys.stderr)
         return 1
     missing = undocumented(args.out)
     if missing:
         print(f"Public names without an API entry: {', '.join(missing)}", file=sys.stderr)
         return 1
-    if args.doctest and sphinx("doctest", ROOT / "build" / "doctest", execute=False) != 0:
-        print("A docstring example failed (above: its page and line).", file=sys.stderr)
+    if args.doctest and doctests([ROOT / "openenv_lab"]).returncode != 0:
+        print("A docstring example failed (above: its module and line).", file=sys.stderr)
         return 1
     print(f"Built {args.out / 'index.html'} in {time.monotonic() - started:.0f} s")
     return 0

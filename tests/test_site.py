@@ -12,6 +12,7 @@ import contextlib
 import functools
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -148,3 +149,70 @@ def test_the_site_in_a_browser(site):
                 page.screenshot(path=str(ARTIFACTS / "site-front.png"))
             assert not errors, f"{href}: {errors}"
         assert elsewhere <= EXPECTED_HOSTS, elsewhere - EXPECTED_HOSTS
+
+
+# Bad input: the site's settings on a small site whose pages each hold one mistake a contributor makes,
+# and a module whose docstring example no longer holds.
+
+PAGES = {
+    "index.md": "# Front\n\n```{toctree}\nmoved\nlesson\n```\n",
+    "moved.md": "# A page\n\nSee [the old page](old_page.md) for more.\n",
+    "lesson.md": (
+        "---\nfile_format: mystnb\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n"
+        "# A lesson\n\n```{code-cell} python\nprint('fine')\n```\n\n```{code-cell} python\n1 / 0\n```\n"
+    ),
+}
+STALE_MODULE = '''def double(x):
+    """Twice ``x``.
+
+    Example:
+        >>> double(2)
+        5
+    """
+    return 2 * x
+'''
+
+
+@pytest.fixture
+def small_site(tmp_path) -> Path:
+    pytest.importorskip("myst_nb", reason='the docs extra is not installed: pip install -e ".[docs]"')
+    source = tmp_path / "source"
+    source.mkdir()
+    for name, text in PAGES.items():
+        (source / name).write_text(text)
+    (tmp_path / "stale_module.py").write_text(STALE_MODULE)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    return source
+
+
+def build_small(source: Path, page: str, builder: str = "html") -> subprocess.CompletedProcess[str]:
+    """The small site's front page and ``page``, with the site's settings (and a cache of its own)."""
+    import build_docs
+
+    settings = {
+        "root_doc": "index",
+        "include_patterns": f"index.md,{page}",
+        "nb_execution_cache_path": str(source.parent / "cache"),
+    }
+    return build_docs.sphinx(builder, source.parent / builder, True, source, **settings)
+
+
+def test_a_link_to_a_page_that_moved_fails_the_build_naming_page_and_line(small_site):
+    done = build_small(small_site, "moved.md")
+    assert done.returncode != 0
+    assert re.search(r"moved\.md:3: WARNING: .*old_page\.md", done.stderr), done.stderr[-3000:]
+
+
+def test_a_notebook_cell_that_raises_fails_the_build_naming_the_notebook(small_site):
+    done = build_small(small_site, "lesson.md")
+    assert done.returncode != 0
+    assert "lesson.md" in done.stderr and "ZeroDivisionError" in done.stderr, done.stderr[-3000:]
+
+
+def test_a_docstring_example_that_no_longer_runs_fails_the_doctest_build(small_site):
+    import build_docs
+
+    done = build_docs.doctests([small_site.parent / "stale_module.py"])
+    assert done.returncode != 0
+    assert "stale_module.py:5: DocTestFailure" in done.stdout, done.stdout
+    assert "Expected:\n    5\nGot:\n    4" in done.stdout, done.stdout
