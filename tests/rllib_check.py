@@ -7,7 +7,7 @@ the learner, two worker nodes. Every worker registers our ids when it starts
 (`openenv_lab.rllib.RUNTIME_ENV`), so the plain ids work in RLlib's fresh EnvRunner processes. For
 FinRL and for chess (with `MaskedPPOTorchRLModule`): a Ray fleet of two replicas, PPO with two EnvRunners
 stepping our native vector env (``vector_entry_point``) against it, one training iteration. Then chess's
-trained module samples actions for real positions: all of them must be legal. Last, the README's RLlib
+trained module samples actions for real positions: all of them must be legal. Last, the guide's RLlib
 example as it is.
 """
 

@@ -37,6 +37,6 @@ def test_ppo_trains_on_finrl_and_on_masked_chess_over_a_ray_fleet():
         assert run["runner_nodes"] == 2, run  # one EnvRunner on each worker node
     readme = report["readme"]
     assert readme["returncode"] == 0, readme["stderr"]
-    assert int(readme["stdout"].split()[-1]) >= 256, readme["stdout"]  # the README's example trained
+    assert int(readme["stdout"].split()[-1]) >= 256, readme["stdout"]  # the guide's example trained
     legal = report["chess"]["legal"]
     assert legal["total"] >= 1000 and legal["legal"] == legal["total"], legal
