@@ -122,6 +122,7 @@ API_MODULES = (
     "openenv_lab.progress",
     "openenv_lab.ranges",
     "openenv_lab.screen_delta",
+    "openenv_lab.space_json",
     "openenv_lab.optional_imports",
 )
 
