@@ -9,6 +9,7 @@ from .base import Adapter, Transition, base_info, reward_components
 from .chess import ChessAdapter
 from .finrl import FinRLAdapter
 from .generic import EchoAdapter, GenericAdapter, UnicodeText
+from .gymnasium import GymnasiumAdapter
 from .schema import WideInteger
 from .spec import SPECS, Spec
 from .tools import Tools
@@ -19,6 +20,7 @@ ADAPTERS: dict[str, type[Adapter]] = {
     "chess": ChessAdapter,
     "echo": EchoAdapter,
     "finrl": FinRLAdapter,
+    "gymnasium": GymnasiumAdapter,
     "remote": GenericAdapter,
 }
 
@@ -31,6 +33,7 @@ __all__ = [
     "EchoAdapter",
     "FinRLAdapter",
     "GenericAdapter",
+    "GymnasiumAdapter",
     "Spec",
     "Tools",
     "Transition",

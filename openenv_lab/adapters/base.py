@@ -16,6 +16,7 @@ What an adapter **declares** (data, read by the env):
 ``env_attributes``      its attributes the env exposes as its own (ALE's ``ale``, ``action_masks``)
 ``reward_range``        the range every reward stays in, where the family's rules say (None: unknown)
 ``server_options``      options of the bundled server it starts (a dict)
+``identity_options``    those of them a running server (``base_url``) is checked against, not refused for
 ``reset_options``       what every reset sends, before the seed and the user's ``options`` (a dict)
 ``reset_option_names``  the reset options a vector env's ``set_attr`` may change between episodes
 ``info_keys``           its infos' keys (`InfoKey`: type, neutral value, meaning), beside `COMMON_INFO_KEYS`
@@ -192,6 +193,9 @@ class Adapter(ABC):
 
     #: Options of the bundled server this adapter starts when no ``base_url`` is given.
     server_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
+    #: The `server_options` that also name what a running server must be (the gymnasium server's
+    #: ``env_id``): with ``base_url`` they are checked in `setup` rather than refused.
+    identity_options: ClassVar[tuple[str, ...]] = ()
     #: What every reset sends, before the seed and the user's ``options``.
     reset_options: dict[str, Any] = {}  # noqa: RUF012 - read-only default; instances set their own
     #: Whether `setup` also takes ``state``, a function that reads the probed session's state (an

@@ -258,6 +258,12 @@ def _space_launcher(adapter: Adapter, where: Where) -> tuple[Launcher, bool]:
     return SpaceServer(where.space, token=where.token, progress=where.progress), False
 
 
+def configuring(adapter: Adapter) -> list[str]:
+    """The adapter's server options that only configure a server started here (not `identity_options`,
+    which a running server is checked against instead)."""
+    return sorted(set(adapter.server_options) - set(adapter.identity_options))
+
+
 def make_launcher(adapter: Adapter, where: Where, sessions: int = 1) -> tuple[Launcher, bool]:
     """The launcher for these arguments, and whether the env owns it (stops it on close).
 
@@ -267,10 +273,10 @@ def make_launcher(adapter: Adapter, where: Where, sessions: int = 1) -> tuple[La
     base_url, launcher, image = where.base_url, where.launcher, where.image
     options = dict(adapter.server_options)
     if base_url is not None:
-        if options:
+        if configuring(adapter):
             raise ValueError(
-                f"{sorted(options)} configure the embedded server, but base_url={base_url!r} names a running "
-                "one with its own settings: drop one or the other"
+                f"{configuring(adapter)} configure the embedded server, but base_url={base_url!r} names a "
+                "running one with its own settings: drop one or the other"
             )
         if image is not None or launcher != "embedded":
             raise ValueError("base_url names a running server: drop launcher= and image=, or base_url")
@@ -319,9 +325,9 @@ def server_urls(
         raise ValueError("Pass base_url or base_urls, not both")
     if image is not None or launcher != "embedded":
         raise ValueError("base_urls names running servers: drop launcher= and image=, or base_urls")
-    if adapter.server_options:
+    if configuring(adapter):
         raise ValueError(
-            f"{sorted(adapter.server_options)} configure the embedded server; drop them or the server URLs"
+            f"{sorted(configuring(adapter))} configure the embedded server; drop them or the server URLs"
         )
     if isinstance(base_urls, (str, bytes)):
         raise TypeError(f"base_urls takes a list of server URLs; for one server pass base_url={base_urls!r}")

@@ -36,6 +36,7 @@ ENV_IDS: dict[str, str] = {
     "openenv/chess": "chess",
     "openenv/echo": "echo",
     "openenv/finrl": "finrl",
+    "openenv/gymnasium": "gymnasium",
     "openenv/remote": "remote",
 }
 
@@ -136,6 +137,7 @@ atari = FamilyEntryPoint("atari")
 chess = FamilyEntryPoint("chess")
 echo = FamilyEntryPoint("echo")
 finrl = FamilyEntryPoint("finrl")
+gymnasium = FamilyEntryPoint("gymnasium")
 remote = FamilyEntryPoint("remote")
 
 

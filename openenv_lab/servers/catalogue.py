@@ -12,7 +12,7 @@ normally in a server process of its own.
 Example:
     >>> from openenv_lab.servers import BUNDLED_SERVERS
     >>> sorted(BUNDLED_SERVERS)
-    ['atari', 'chess', 'echo', 'finrl']
+    ['atari', 'chess', 'echo', 'finrl', 'gymnasium']
     >>> [option.name for option in BUNDLED_SERVERS["chess"].options]
     ['opponent', 'agent_color', 'opponent_depth', 'max_moves', 'gamma']
 """
@@ -291,6 +291,22 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
         max_message_bytes=256 << 10,  # actions are integers; the reset's options are the largest
         requires=(("ale_py", "ale-py"),),  # OpenCV only for server-side preprocessing, which says so
         extra="atari",
+    ),
+    "gymnasium": BundledServer(
+        name="gymnasium",
+        summary="Any registered gymnasium environment (CartPole, FrozenLake...), its spaces in its /schema.",
+        app_factory="openenv_lab.servers.gymnasium_env:make_app",
+        max_message_bytes=1 << 20,  # one action per session: a few numbers for the small worlds
+        options=(
+            ServerOption("env_id", str, "CartPole-v1", "the gymnasium id of the environment served"),
+            ServerOption(
+                "max_episode_steps",
+                int,
+                None,
+                "steps before an episode is truncated (default: the id's own limit)",
+                range=Range(1, 1_000_000_000),
+            ),
+        ),
     ),
     "finrl": BundledServer(
         name="finrl",

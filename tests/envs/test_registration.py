@@ -75,7 +75,7 @@ def test_every_id_of_the_table_is_registered_with_what_it_sets():
     from openenv_lab.envs.registration import ATARI_57, CHESS_OPPONENTS, id_table
 
     rows = id_table()
-    assert len({row.env_id for row in rows}) == len(rows) == 5 + 4 * len(ATARI_57) + len(CHESS_OPPONENTS) + 2
+    assert len({row.env_id for row in rows}) == len(rows) == 6 + 4 * len(ATARI_57) + len(CHESS_OPPONENTS) + 2
     for row in rows:
         assert gym.spec(row.env_id).kwargs == {"adapter": row.family, **row.kwargs}, row.env_id
     assert len(ATARI_57) == len(set(ATARI_57)) == 57

@@ -45,6 +45,7 @@ FAMILIES = {
     "echo_mcp": ({"mcp": True}, {"tool_name": "echo_message", "arguments": {"message": "hi"}}),
     "finrl": ({}, {"actions": [0.0] * 5}),
     "atari": ({}, {"action_id": 0}),
+    "gymnasium": ({"env_id": "MountainCarContinuous-v0"}, {"action": [0.5]}),  # a Box action's bounds
 }
 #: The 5xx statuses a route sends by design, and the routes that do.
 BY_DESIGN = {501: "/{env_name}/", 504: "/step"}
