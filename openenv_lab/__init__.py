@@ -7,7 +7,7 @@ FinRL's splits; ``docs/ids.md`` lists them):
     >>> import gymnasium as gym
     >>> import openenv_lab
     >>> [env_id for env_id in gym.registry if env_id.startswith("openenv/")][:5]
-    ['openenv/atari', 'openenv/chess', 'openenv/echo', 'openenv/finrl', 'openenv/remote']
+    ['openenv/atari', 'openenv/chess', 'openenv/echo', 'openenv/finrl', 'openenv/gymnasium']
     >>> gym.spec("openenv/Pong-ram-v5").kwargs["obs_type"], gym.spec("openenv/chess-greedy").kwargs
     ('ram', {'adapter': 'chess', 'opponent': 'greedy'})
 
