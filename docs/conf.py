@@ -133,9 +133,8 @@ def public_names(module_name: str) -> list[str]:
     with mock(autodoc_mock_imports):
         for earlier in API_MODULES[: API_MODULES.index(module_name)]:
             module = importlib.import_module(earlier)
-            claimed |= {
-                id(getattr(module, name)) for name in exported(module) if _shared(getattr(module, name))
-            }
+            values = [getattr(module, name) for name in exported(module)]
+            claimed |= {id(value) for value in values if documented_once(value)}
         module = importlib.import_module(module_name)
     return [name for name in exported(module) if id(getattr(module, name)) not in claimed]
 
@@ -159,7 +158,7 @@ def exported(module: Any) -> list[str]:
     return [name for name in getattr(module, "__all__", ()) if name != "__version__"]
 
 
-def _shared(value: Any) -> bool:
+def documented_once(value: Any) -> bool:
     """Whether a value is documented where it is first exported: classes and functions (a constant's
     identity says nothing: small numbers and strings are shared by everyone)."""
     return inspect.isclass(value) or inspect.isroutine(value)
@@ -176,7 +175,7 @@ class ApiDirective(SphinxDirective):
         names = public_names(module_name)
         with mock(autodoc_mock_imports):
             module = importlib.import_module(module_name)
-        data = [name for name in names if not _shared(getattr(module, name))]
+        data = [name for name in names if not documented_once(getattr(module, name))]
         lines = [f".. automodule:: {module_name}"]
         if len(data) < len(names):
             members = ", ".join(name for name in names if name not in data)

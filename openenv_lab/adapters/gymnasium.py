@@ -18,16 +18,14 @@ from .base import Adapter, Transition, base_info
 
 __all__ = ["GymnasiumAdapter"]
 
-#: What ``openenv-lab serve gymnasium`` plays unless told otherwise.
-DEFAULT_ENV_ID = "CartPole-v1"
-
 
 class GymnasiumAdapter(Adapter):
     """A gymnasium environment served by ``openenv-lab serve gymnasium`` (see the module docstring).
 
     Args:
-        env_id: the gymnasium id to play (the embedded server is started for it); with ``base_url``, the
-            id that server must be playing (None: whatever it plays).
+        env_id: the gymnasium id to play (the embedded server is started for it; None: the server's
+            default, in ``docs/options.md``); with ``base_url``, the id that server must be playing
+            (None: whatever it plays).
         max_episode_steps: steps before an episode is truncated, for the embedded server (default: the
             id's own limit).
 
@@ -52,9 +50,8 @@ class GymnasiumAdapter(Adapter):
 
     def __init__(self, env_id: str | None = None, max_episode_steps: int | None = None) -> None:
         self.env_id = env_id
-        self.server_options = {"env_id": env_id or DEFAULT_ENV_ID}
-        if max_episode_steps is not None:
-            self.server_options["max_episode_steps"] = max_episode_steps
+        given = {"env_id": env_id, "max_episode_steps": max_episode_steps}
+        self.server_options = {name: value for name, value in given.items() if value is not None}
 
     def setup(
         self,

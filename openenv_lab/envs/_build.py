@@ -273,9 +273,9 @@ def make_launcher(adapter: Adapter, where: Where, sessions: int = 1) -> tuple[La
     base_url, launcher, image = where.base_url, where.launcher, where.image
     options = dict(adapter.server_options)
     if base_url is not None:
-        if configuring(adapter):
+        if configured := configuring(adapter):
             raise ValueError(
-                f"{configuring(adapter)} configure the embedded server, but base_url={base_url!r} names a "
+                f"{configured} configure the embedded server, but base_url={base_url!r} names a "
                 "running one with its own settings: drop one or the other"
             )
         if image is not None or launcher != "embedded":
@@ -325,10 +325,8 @@ def server_urls(
         raise ValueError("Pass base_url or base_urls, not both")
     if image is not None or launcher != "embedded":
         raise ValueError("base_urls names running servers: drop launcher= and image=, or base_urls")
-    if configuring(adapter):
-        raise ValueError(
-            f"{sorted(configuring(adapter))} configure the embedded server; drop them or the server URLs"
-        )
+    if configured := configuring(adapter):
+        raise ValueError(f"{configured} configure the embedded server; drop them or the server URLs")
     if isinstance(base_urls, (str, bytes)):
         raise TypeError(f"base_urls takes a list of server URLs; for one server pass base_url={base_urls!r}")
     fleet = fleet_of(base_urls)  # a fleet, or the URLs of one: its requests carry its token

@@ -38,6 +38,7 @@ __all__ = ["GymnasiumEnvironment", "GymnasiumState", "make_app", "models"]
 
 #: The options and their ranges (the catalogue declares them once).
 SPEC = BUNDLED_SERVERS["gymnasium"]
+DEFAULT_ENV_ID: str = SPEC.option("env_id").default
 
 
 class GymnasiumState(State):
@@ -122,7 +123,7 @@ class GymnasiumEnvironment(ServerEnvironment):
 
     def __init__(
         self,
-        env_id: str = "CartPole-v1",
+        env_id: str = DEFAULT_ENV_ID,
         max_episode_steps: int | None = None,
         observation_model: type | None = None,
     ) -> None:
@@ -178,7 +179,7 @@ class GymnasiumEnvironment(ServerEnvironment):
 
 
 def make_app(
-    env_id: str = "CartPole-v1", max_episode_steps: int | None = None, max_sessions: int = 64
+    env_id: str = DEFAULT_ENV_ID, max_episode_steps: int | None = None, max_sessions: int = 64
 ) -> Any:
     """The FastAPI app serving ``env_id``; an id gymnasium cannot make stops it here, not at a reset."""
     probe = make_env(env_id, max_episode_steps)
