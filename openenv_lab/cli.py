@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import signal
 import sys
@@ -267,9 +268,21 @@ def _option_parser(option: ServerOption) -> Any:
     """The argparse type of a server's option: its type, and its range where it has one."""
     if option.type is bool:
         return _parse_bool
+    if option.type is dict:
+        return _parse_object
     if option.range is not None:
         return _parse_in(option.range)
     return option.type
+
+
+def _parse_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object ({{...}}), got {text!r}")
+    return value
 
 
 def _parse_bool(text: str) -> bool:

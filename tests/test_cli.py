@@ -182,3 +182,17 @@ def test_serve_refuses_a_port_out_of_range(capsys):
     except SystemExit as exit:
         assert exit.code == 2
     assert "a port is a number from 0 to 65535" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("{is_slippery: false}", "expected a JSON object, got"),
+        ("[1, 2]", r"expected a JSON object \(\{\.\.\.\}\)"),
+    ],
+)
+def test_serve_refuses_env_kwargs_that_are_not_a_json_object(capsys, text, said):
+    with pytest.raises(SystemExit) as stopped:
+        main(["serve", "gymnasium", "--env-id", "FrozenLake-v1", "--env-kwargs", text, "--port", "0"])
+    assert stopped.value.code == 2
+    assert re.search(said, capsys.readouterr().err)

@@ -9,7 +9,8 @@ are the environment's own (the server's metadata says which ended an episode).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..client import Client, EnvironmentMismatch, ProtocolError, StepResult
@@ -28,6 +29,9 @@ class GymnasiumAdapter(Adapter):
             (None: whatever it plays).
         max_episode_steps: steps before an episode is truncated, for the embedded server (default: the
             id's own limit).
+        env_kwargs: keyword arguments of ``gym.make(env_id, ...)`` on the server (FrozenLake's
+            ``{"is_slippery": False}``); with ``base_url``, those that server must have been started with
+            (None: whatever it has).
 
     Example:
         >>> import gymnasium as gym, openenv_lab
@@ -43,14 +47,22 @@ class GymnasiumAdapter(Adapter):
     server_name = "gymnasium"
     needs_probe = True
     probe_state = True
-    identity_options = ("env_id",)
+    identity_options = ("env_id", "env_kwargs")
     #: A reset without a seed continues the environment's own random stream, as in-process: the same
     #: episodes after the first seed, automatic resets included.
     derive_seeds = False
 
-    def __init__(self, env_id: str | None = None, max_episode_steps: int | None = None) -> None:
+    def __init__(
+        self,
+        env_id: str | None = None,
+        max_episode_steps: int | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
+            raise TypeError(f"env_kwargs must be a dict of gym.make's keywords, got {env_kwargs!r}")
         self.env_id = env_id
-        given = {"env_id": env_id, "max_episode_steps": max_episode_steps}
+        self.env_kwargs = None if env_kwargs is None else dict(env_kwargs)
+        given = {"env_id": env_id, "max_episode_steps": max_episode_steps, "env_kwargs": self.env_kwargs}
         self.server_options = {name: value for name, value in given.items() if value is not None}
 
     def setup(
@@ -76,7 +88,17 @@ class GymnasiumAdapter(Adapter):
                 reported=served,
                 url=client.base_url,
             )
-        self.env_id = served
+        kwargs = described.get("env_kwargs", {})
+        if self.check_identity and self.env_kwargs is not None and kwargs != self.env_kwargs:
+            raise EnvironmentMismatch(
+                f"The server at {client.base_url} plays {served!r} made with env_kwargs {kwargs!r}, not "
+                f"{self.env_kwargs!r}: start one with them (openenv-lab serve gymnasium --env-id {served} "
+                f"--env-kwargs '{json.dumps(self.env_kwargs)}'), or make the env with check_identity=False",
+                asked=self.env_kwargs,
+                reported=kwargs,
+                url=client.base_url,
+            )
+        self.env_id, self.env_kwargs = served, kwargs
         self.action_space = space_from_json(described["action_space"])
         self.observation_space = space_from_json(described["observation_space"])
 

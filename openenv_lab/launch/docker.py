@@ -35,6 +35,7 @@ from typing import Any
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
 from ..progress import Waiting, progress_wanted, wait_for_call
 from ..servers import get_bundled_server
+from ..servers.catalogue import option_flags
 
 __all__ = ["CONTAINER_PORT", "LABEL", "DockerServer", "build_image", "default_image", "prune"]
 
@@ -171,8 +172,7 @@ class DockerServer:
         args: list[str] = []
         if self.max_sessions is not None:
             args += ["--max-sessions", str(self.max_sessions)]
-        for key, value in self.options.items():
-            args += ["--" + key.replace("_", "-"), str(value)]
+        args += option_flags(self.options)
         return args
 
     def start(self) -> str:

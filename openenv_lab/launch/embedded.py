@@ -28,6 +28,7 @@ from ..client import Client, LaunchError, OpenEnvError
 from ..client.spaces import SERVER_TOKEN_VARIABLE
 from ..progress import Waiting
 from ..servers import ANNOUNCE_PREFIX, ServeOptions, get_bundled_server
+from ..servers.catalogue import option_flags, option_text
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
 
@@ -116,8 +117,7 @@ class EmbeddedServer:
         if self.max_sessions is not None:
             args += ["--max-sessions", str(self.max_sessions)]
         args += self.serve_options.flags()
-        for key, value in self.options.items():
-            args += ["--" + key.replace("_", "-"), str(value)]
+        args += option_flags(self.options)
         return args
 
     def start(self) -> str:
@@ -323,7 +323,8 @@ def shared_embedded_server(
 ) -> EmbeddedServer:
     """The process-wide embedded server for ``name`` and these options, started on first use (showing a
     start that lasts, as `EmbeddedServer`'s ``progress`` says)."""
-    key = (name, max_sessions, tuple(sorted(options.items())))
+    written = sorted((option, option_text(value)) for option, value in options.items())  # dicts as JSON
+    key = (name, max_sessions, tuple(written))
     with _shared_lock:
         server = _shared.get(key)
         if server is None or not server.running:

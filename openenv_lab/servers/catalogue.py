@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +56,10 @@ class ServerOption:
             self.range.check(self.name, value)
         elif self.type is bool and not isinstance(value, bool):
             raise ValueError(f"{self.name} must be true or false, got {value!r}")
+        elif self.type is dict and self.flag and not isinstance(value, Mapping):
+            raise ValueError(
+                f"{self.name} must be an object (a dict; on the command line, JSON), got {value!r}"
+            )
 
     def describe(self) -> str:
         """What values it takes, in words (the docs' column)."""
@@ -62,7 +68,29 @@ class ServerOption:
         if self.range is not None:
             return str(self.range)
         kinds = {bool: "true or false", str: "text", dict: "true, or an object", int: "a whole number"}
+        if self.type is dict and self.flag:
+            return "an object (on the command line, JSON)"
         return kinds.get(self.type, self.type.__name__)
+
+
+def option_text(value: Any) -> str:
+    """An option's value as a command line writes it: an object as JSON (keys sorted), the rest as text.
+
+    Example:
+        >>> option_text({"is_slippery": False, "map_name": "8x8"}), option_text(3)
+        ('{"is_slippery":false,"map_name":"8x8"}', '3')
+    """
+    if isinstance(value, Mapping):
+        return json.dumps(dict(value), sort_keys=True, separators=(",", ":"))
+    return str(value)
+
+
+def option_flags(options: Mapping[str, Any]) -> list[str]:
+    """The ``serve`` flags that give a server these options (``max_steps=3`` is ``--max-steps 3``)."""
+    flags: list[str] = []
+    for name, value in options.items():
+        flags += ["--" + name.replace("_", "-"), option_text(value)]
+    return flags
 
 
 #: Every server's reset takes a seed: gymnasium's seeds are non-negative and fit 64 bits.
@@ -305,6 +333,12 @@ BUNDLED_SERVERS: dict[str, BundledServer] = {
                 None,
                 "steps before an episode is truncated (default: the id's own limit)",
                 range=Range(1, 1_000_000_000),
+            ),
+            ServerOption(
+                "env_kwargs",
+                dict,
+                None,
+                'keyword arguments of gym.make, e.g. {"is_slippery": false} for FrozenLake',
             ),
         ),
     ),

@@ -45,18 +45,26 @@ class GymnasiumState(State):
     """The state of a session: the id it plays and its spaces, exactly (``space_to_json``)."""
 
     env_id: str = ""
+    env_kwargs: dict[str, Any] = Field(default_factory=dict)
     action_space: dict[str, Any] = Field(default_factory=dict)
     observation_space: dict[str, Any] = Field(default_factory=dict)
 
 
-def make_env(env_id: str, max_episode_steps: int | None = None) -> gym.Env[Any, Any]:
-    """``gym.make(env_id)``, or a `ValueError` that says what ids there are."""
-    SPEC.check(env_id=env_id, max_episode_steps=max_episode_steps)
+def make_env(
+    env_id: str, max_episode_steps: int | None = None, env_kwargs: dict[str, Any] | None = None
+) -> gym.Env[Any, Any]:
+    """``gym.make(env_id, **env_kwargs)``, or a `ValueError` that says what ids or keywords there are."""
+    SPEC.check(env_id=env_id, max_episode_steps=max_episode_steps, env_kwargs=env_kwargs)
     try:
-        return gym.make(env_id, max_episode_steps=max_episode_steps)
+        return gym.make(env_id, max_episode_steps=max_episode_steps, **(env_kwargs or {}))
     except gym.error.Error as exc:
         raise ValueError(
             f"gymnasium cannot make {env_id!r} ({exc}); see gymnasium.pprint_registry() for the ids there are"
+        ) from None
+    except TypeError as exc:  # a keyword the environment's constructor does not take
+        raise ValueError(
+            f"gymnasium cannot make {env_id!r} with env_kwargs {env_kwargs!r} ({exc}); see the "
+            "environment's documentation for the keywords it takes"
         ) from None
 
 
@@ -126,10 +134,12 @@ class GymnasiumEnvironment(ServerEnvironment):
         env_id: str = DEFAULT_ENV_ID,
         max_episode_steps: int | None = None,
         observation_model: type | None = None,
+        env_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         self.env_id = env_id
-        self.env = make_env(env_id, max_episode_steps)
+        self.env_kwargs = dict(env_kwargs or {})
+        self.env = make_env(env_id, max_episode_steps, self.env_kwargs)
         self._observation = observation_model or models(env_id, self.env)[1]
         self._done = True  # until the first reset
         self._state = self._new_state(None)
@@ -139,6 +149,7 @@ class GymnasiumEnvironment(ServerEnvironment):
             episode_id=episode_id or str(uuid.uuid4()),
             step_count=0,
             env_id=self.env_id,
+            env_kwargs=self.env_kwargs,
             action_space=space_to_json(self.env.action_space),
             observation_space=space_to_json(self.env.observation_space),
         )
@@ -179,10 +190,13 @@ class GymnasiumEnvironment(ServerEnvironment):
 
 
 def make_app(
-    env_id: str = DEFAULT_ENV_ID, max_episode_steps: int | None = None, max_sessions: int = 64
+    env_id: str = DEFAULT_ENV_ID,
+    max_episode_steps: int | None = None,
+    max_sessions: int = 64,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> Any:
     """The FastAPI app serving ``env_id``; an id gymnasium cannot make stops it here, not at a reset."""
-    probe = make_env(env_id, max_episode_steps)
+    probe = make_env(env_id, max_episode_steps, env_kwargs)
     action_model, observation_model = models(env_id, probe)
     probe.close()
     return build_app(
@@ -191,6 +205,7 @@ def make_app(
             env_id=env_id,
             max_episode_steps=max_episode_steps,
             observation_model=observation_model,
+            env_kwargs=env_kwargs,
         ),
         action_model,
         observation_model,

@@ -130,3 +130,32 @@ def test_spaces_and_values_survive_json(env_id):
             value = space.sample()
             assert same(value_from_json(space, value_to_json(space, value)), value)
     env.close()
+
+
+def test_env_kwargs_make_the_environment_and_are_its_identity():
+    """FrozenLake on ice that does not slip: the keywords reach gym.make, and a running server is checked."""
+    ours = gym.make("openenv/gymnasium", env_id="FrozenLake-v1", env_kwargs={"is_slippery": False})
+    theirs = gym.make("FrozenLake-v1", is_slippery=False)
+    try:
+        ours.reset(seed=3)
+        theirs.reset(seed=3)
+        for action in (2, 2, 1, 1, 1, 2):  # right, right, down, down, down, right: the goal
+            (observation, *rest), (expected, *theirs_rest) = ours.step(action)[:4], theirs.step(action)[:4]
+            assert same(observation, expected) and rest == theirs_rest  # rewards: 1.0 here, 1 there
+        assert ours.unwrapped.adapter.env_kwargs == {"is_slippery": False}
+        url = ours.unwrapped.base_url
+        assert Client(url).get("/state")["env_kwargs"] == {"is_slippery": False}
+        with pytest.raises(EnvironmentMismatch, match=r"made with env_kwargs \{'is_slippery': False\}"):
+            gym.make("openenv/gymnasium", env_kwargs={"is_slippery": True}, base_url=url)
+        same_ice = gym.make("openenv/gymnasium", env_kwargs={"is_slippery": False}, base_url=url)
+        same_ice.close()
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_env_kwargs_that_the_environment_does_not_take_are_named():
+    with pytest.raises(Exception, match=r"cannot make 'FrozenLake-v1' with env_kwargs \{'slippery': False\}"):
+        EmbeddedServer("gymnasium", env_id="FrozenLake-v1", env_kwargs={"slippery": False}).start()
+    with pytest.raises(TypeError, match=r"env_kwargs must be a dict of gym\.make's keywords"):
+        gym.make("openenv/gymnasium", env_id="FrozenLake-v1", env_kwargs="is_slippery=False")
