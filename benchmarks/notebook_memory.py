@@ -15,6 +15,8 @@
 
     python benchmarks/notebook_memory.py --json benchmarks/results/notebook_memory.json   # ~30 minutes
     python benchmarks/notebook_memory.py --quick        # one tutorial in smoke mode, seconds
+    python benchmarks/notebook_memory.py --only tutorials/09_planning_and_q_learning.ipynb \
+        --json benchmarks/results/notebook_memory.json  # measure these again; the other rows stay
     python scripts/render_benchmarks.py                 # then the docs' tables from the JSON
 """
 
@@ -225,9 +227,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=60.0,
         help="at the own budgets, interrupt a cell after this long (default 60)",
     )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="NOTEBOOK",
+        help="measure these notebooks only; with --json, their rows replace those in the file (each row "
+        "then says its own commit and date), and the rest of the file stays",
+    )
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args(argv)
-    paths = [ROOT / "tutorials" / "01_rl_loop_over_a_network.ipynb"] if args.quick else notebooks()
+    if args.only:
+        paths = [ROOT / name for name in args.only]
+        missing = [name for name, path in zip(args.only, paths, strict=True) if not path.is_file()]
+        if missing:
+            parser.error(f"no such notebook: {', '.join(missing)}")
+    elif args.quick:
+        paths = [ROOT / "tutorials" / "01_rl_loop_over_a_network.ipynb"]
+    else:
+        paths = notebooks()
     rows = []
     for path in paths:
         row: dict[str, Any] = {"notebook": path.relative_to(ROOT).as_posix()}
@@ -250,6 +268,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cell_seconds": args.cell_seconds,
         "notebooks": rows,
     }
+    if args.only:
+        return _merge(args.json, rows, args.cell_seconds)
     if not args.quick:
         report["binder_build"] = binder_build()
         print(f"Binder's build: {report['binder_build']}", flush=True)
@@ -258,6 +278,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"Colab, first picture: {report['colab_first_picture']}", flush=True)
     if args.json:
         write_text_atomically(args.json, json.dumps(report, indent=1) + "\n", "the benchmark's JSON")
+    return report
+
+
+def _merge(path: str | None, rows: list[dict[str, Any]], cell_seconds: float) -> dict[str, Any]:
+    """The report at ``path`` with ``rows`` in place of its rows for the same notebooks (in the notebooks'
+    order), each stamped with its commit and date; written back when there is a ``path``."""
+    report: dict[str, Any] = json.loads(Path(path).read_text()) if path and Path(path).is_file() else {}
+    if report.get("cell_seconds", cell_seconds) != cell_seconds:
+        raise SystemExit(f"{path} was measured with --cell-seconds {report['cell_seconds']}: use the same")
+    stamp = {"commit": commit(), "when": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    by_name = {row["notebook"]: row for row in report.get("notebooks", [])}
+    by_name.update({row["notebook"]: {**row, **stamp} for row in rows})
+    order = {path.relative_to(ROOT).as_posix(): index for index, path in enumerate(notebooks())}
+    report["notebooks"] = sorted(by_name.values(), key=lambda row: order.get(row["notebook"], len(order)))
+    if path:
+        write_text_atomically(path, json.dumps(report, indent=1) + "\n", "the benchmark's JSON")
     return report
 
 
