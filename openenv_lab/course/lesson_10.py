@@ -8,22 +8,14 @@ plays the greedy policy: a loss that is right learns to balance the pole.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from ._exercise import Exercise
-
-try:
-    import torch
-    from torch import nn
-except ImportError as exc:  # pragma: no cover - every install the lessons name has torch
-    raise ImportError(
-        "Lesson 10 needs PyTorch: pip install torch (Colab and Binder have it already)"
-    ) from exc
+from ._training import nn, one_thread, torch
 
 __all__ = ["dqn_loss", "q_network", "replay_buffer", "td_targets", "train_dqn"]
 
@@ -77,17 +69,6 @@ class _ReplayBuffer:
             torch.as_tensor(self.next_obs[i]),
             torch.as_tensor(self.terminated[i]),
         )
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """Small networks train fastest on one thread (several fight over the cores); restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _rows(batch: Any) -> list[tuple[float, ...]]:
@@ -274,7 +255,7 @@ def dqn_loss(answer: Callable[..., Any]) -> list[float]:
             if abs(got - float(_loss(q_net, target_net, batch, GAMMA, **slip).detach())) < 1e-5:
                 exercise.fail(f"{said} {hint}")
         exercise.fail(f"{said} Huber loss between Q(s, a) from q_net and the td_targets from target_net.")
-    with exercise.time_limit(), _one_thread():
+    with exercise.time_limit(), one_thread():
         returns, greedy = train_dqn(lambda *args: exercise.run(answer, *args), steps=TRAIN_STEPS, seed=0)
     exercise.require(
         np.mean(greedy) >= GOOD_ENOUGH,

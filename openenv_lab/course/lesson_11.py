@@ -8,22 +8,14 @@ returns of the last ones.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from ._exercise import Exercise
-
-try:
-    import torch
-    from torch import nn
-except ImportError as exc:  # pragma: no cover - every install the lessons name has torch
-    raise ImportError(
-        "Lesson 11 needs PyTorch: pip install torch (Colab and Binder have it already)"
-    ) from exc
+from ._training import nn, one_thread, torch
 
 __all__ = [
     "actor_critic",
@@ -49,16 +41,6 @@ def actor_critic(hidden: int = 64) -> tuple[nn.Module, nn.Module]:
     policy = nn.Sequential(nn.Linear(4, hidden), nn.Tanh(), nn.Linear(hidden, 2))
     critic = nn.Sequential(nn.Linear(4, hidden), nn.Tanh(), nn.Linear(hidden, 1))
     return policy, critic
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _returns(rewards: list[float], gamma: float) -> list[float]:
@@ -180,7 +162,7 @@ def policy_loss(answer: Callable[..., Any]) -> list[float]:
                 "the batch."
             )
         exercise.fail(f"{said} loss = -(log_probs * advantages).mean().")
-    with exercise.time_limit(), _one_thread():
+    with exercise.time_limit(), one_thread():
         returns = train_reinforce(lambda *args: exercise.run(answer, *args), episodes=TRAIN_EPISODES, seed=0)
     last = float(np.mean(returns[-20:]))
     exercise.require(

@@ -8,22 +8,14 @@ answer's loss for `TRAIN_STEPS` groups and compares the groups' mean reward at t
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from ._exercise import Exercise
-
-try:
-    import torch
-    from torch import nn
-except ImportError as exc:  # pragma: no cover - every install the lessons name has torch
-    raise ImportError(
-        "Lesson 12 needs PyTorch: pip install torch (Colab and Binder have it already)"
-    ) from exc
+from ._training import nn, one_thread, torch
 
 __all__ = [
     "PlanModel",
@@ -261,7 +253,7 @@ def grpo_loss(answer: Callable[..., Any]) -> list[float]:
             f"{said} Each move gets its plan's advantage (advantages[:, None]); loss = -mean(min(ratio * A, "
             "clamp(ratio, 1 - clip, 1 + clip) * A) - beta * KL)."
         )
-    with exercise.time_limit(), _one_thread():
+    with exercise.time_limit(), one_thread():
         means = train_grpo(lambda *args: exercise.run(answer, *args), steps=TRAIN_STEPS, seed=0)
     first, last = float(np.mean(means[:10])), float(np.mean(means[-10:]))
     exercise.require(
@@ -272,16 +264,6 @@ def grpo_loss(answer: Callable[..., Any]) -> list[float]:
     )
     exercise.passed(f"trained for {TRAIN_STEPS} groups, the mean reward rose from {first:.1f} to {last:.1f}")
     return means
-
-
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def train_grpo(
