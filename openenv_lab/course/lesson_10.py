@@ -237,6 +237,7 @@ def dqn_loss(answer: Callable[..., Any]) -> list[float]:
     )
     expected = _loss(q_net, target_net, batch, GAMMA).detach()
     got = float(loss.detach())
+    exercise.require_finite(got, "the loss")
     if abs(got - float(expected)) > 1e-5:
         said = f"the loss is {float(expected):.5f}, it returned {got:.5f}."
         for slip, hint in (

@@ -238,6 +238,7 @@ def grpo_loss(answer: Callable[..., Any]) -> list[float]:
     )
     expected = float(_loss(new, old, ref, adv, 0.2, 0.04).detach())
     value = float(got.detach())
+    exercise.require_finite(value, "the loss")
     if abs(value - expected) > 1e-5:
         said = f"the loss is {expected:.5f}, it returned {value:.5f}."
         for slip, hint in (

@@ -70,9 +70,19 @@ def test_group_advantages_mistakes_are_named(answer, hint):
         check.group_advantages(answer)
 
 
-def loss(*, kl_sign=1.0, clipped_only=False, inverted=False, beta_zero=False, flat_advantages=False):
+def loss(
+    *,
+    kl_sign=1.0,
+    clipped_only=False,
+    inverted=False,
+    beta_zero=False,
+    flat_advantages=False,
+    log_of_ratio=False,
+):
     def grpo_loss(new, old, ref, adv, clip, beta):
         ratio = torch.exp(old - new) if inverted else torch.exp(new - old)
+        if log_of_ratio:
+            ratio = torch.log(new - old)  # the log of a difference that can be negative: NaN
         a = adv.mean() if flat_advantages else adv[:, None]
         clipped = torch.clamp(ratio, 1 - clip, 1 + clip) * a
         surrogate = clipped if clipped_only else torch.min(ratio * a, clipped)
@@ -90,6 +100,7 @@ def loss(*, kl_sign=1.0, clipped_only=False, inverted=False, beta_zero=False, fl
         ({"inverted": True}, r"The ratio is exp\(log_probs - old_log_probs\)"),
         ({"beta_zero": True}, "The KL penalty is missing"),
         ({"flat_advantages": True}, r"Each move gets its plan's advantage"),
+        ({"log_of_ratio": True}, "the loss holds NaN: the updates diverged"),
     ],
 )
 def test_grpo_loss_mistakes_are_named(mistake, hint):
