@@ -26,6 +26,8 @@ collect_ignore = [] if importlib.util.find_spec("tree") else ["openenv_lab/rllib
 
 os.environ.setdefault("OPENENV_LAB_SMOKE", "1")
 os.environ.setdefault("OPENENV_LAB_SOLUTIONS", "1")
+# The course's checks stop an answer after 60 s on a student's machine; CI's workers share two cores.
+os.environ.setdefault("OPENENV_LAB_CHECK_SECONDS", "600")
 # No progress bars in tests (the kernels nbval runs would otherwise show waits; tests that check them ask).
 os.environ.setdefault("OPENENV_LAB_PROGRESS", "0")
 

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 # exercises answered by their reference solutions (tutorials/solutions/), so that each check's verdict shows.
 os.environ.setdefault("OPENENV_LAB_SMOKE", "1")
 os.environ.setdefault("OPENENV_LAB_SOLUTIONS", "1")
+os.environ.setdefault("OPENENV_LAB_CHECK_SECONDS", "600")  # the checks' limit, on a machine doing more
 os.environ.setdefault("OPENENV_LAB_PROGRESS", "0")
 
 from openenv_lab.version import __version__  # noqa: E402

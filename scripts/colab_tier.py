@@ -383,6 +383,7 @@ def execute(python: str, notebook: str, keep: Path | None = None) -> tuple[float
     """Runs ``notebook`` top to bottom in the venv's kernel: seconds, and the error if a cell failed.
     With ``keep``, the executed notebook is written under it, at its path in the repository."""
     env = {**os.environ, "OPENENV_LAB_SMOKE": "1", "OPENENV_LAB_SOLUTIONS": "1", "MPLBACKEND": "agg"}
+    env.setdefault("OPENENV_LAB_CHECK_SECONDS", "600")  # notebooks run beside the installs: shared cores
     env.pop("PYTHONPATH", None)
     started = time.monotonic()
     # The venv's own kernel spec (never a user's "python3"), and a temporary folder for the install and
