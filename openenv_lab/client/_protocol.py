@@ -17,13 +17,18 @@ and the ``/ws`` route of ``src/openenv/core/env_server/http_server.py`` that sen
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._urls import ws_url
 from .errors import CapacityError, ProtocolError, ServerError
 
 __all__ = [
+    "BATCH_WIRE",
+    "SESSION_WIRE",
     "StepResult",
+    "WireFormat",
     "batch_message",
     "close_message",
     "observation_data",
@@ -167,7 +172,11 @@ def reply_data(message: Any, *, expected: str, url: str | None = None) -> dict[s
     return data
 
 
-def batch_message(entries: list[tuple[int, str, dict[str, Any] | None]]) -> str:
+#: A request for one session of a connection: ``(session, "reset"/"step"/"state", data)``.
+Entry = tuple[int, str, dict[str, Any] | None]
+
+
+def batch_message(entries: list[Entry]) -> str:
     """One message for ``/ws/batch``: a ``(session, "reset"/"step"/"state", data)`` request per entry."""
     return _dumps(
         {"type": "batch", "data": [{"session": i, "type": kind, "data": data} for i, kind, data in entries]}
@@ -185,6 +194,52 @@ def parse_batch(raw: str | bytes, *, count: int, url: str | None = None) -> list
             f"The server at {url} answered a batch of {count} requests with {_preview(replies)}.", url=url
         )
     return replies
+
+
+def session_message(entries: list[Entry]) -> str:
+    """The ``/ws`` message of the one request in ``entries`` (a ``/ws`` connection is one session)."""
+    ((_, kind, data),) = entries
+    if kind == "state":
+        return state_message()
+    return _dumps({"type": kind, "data": data})
+
+
+def parse_session(raw: str | bytes, *, count: int, url: str | None = None) -> list[Any]:
+    """The one reply of a ``/ws`` message, as a list (each entry for `reply_data`), like `parse_batch`."""
+    return [_decode(raw, url)]
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    """How requests travel on one WebSocket route: ``/ws`` (a session a connection, a request a message)
+    or ``/ws/batch`` (many sessions a connection, one message for all their requests).
+
+    The drivers (`openenv_lab.client.drivers`) send ``encode(entries)`` and read each message with
+    ``decode(raw, count=..., url=...)``: the ``count`` replies, in the order of their requests.
+
+    Example:
+        >>> BATCH_WIRE.encode([(0, "reset", {"seed": 1}), (1, "state", None)])
+        '{"type":"batch","data":[{"session":0,"type":"reset","data":{"seed":1}},{"session":1,"type":"state","data":null}]}'
+        >>> SESSION_WIRE.encode([(0, "step", {"move": "e2e4"})])
+        '{"type":"step","data":{"move":"e2e4"}}'
+    """
+
+    #: Whether one connection holds many sessions (the URL then says how many: ``?sessions=N``).
+    batched: bool
+    encode: Callable[[list[Entry]], str]
+    decode: Callable[..., list[Any]]
+
+    def url(self, base_url: str, route: str, size: int) -> str:
+        """The WebSocket URL of a connection holding ``size`` sessions on ``route``."""
+        if not self.batched:
+            if size != 1:
+                raise ValueError(f"A /ws connection holds one session, not {size}")
+            return ws_url(base_url, route=route)
+        return ws_url(base_url, query=f"sessions={size}", route=route)
+
+
+SESSION_WIRE = WireFormat(batched=False, encode=session_message, decode=parse_session)
+BATCH_WIRE = WireFormat(batched=True, encode=batch_message, decode=parse_batch)
 
 
 def _decode(raw: str | bytes, url: str | None) -> Any:

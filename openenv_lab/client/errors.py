@@ -299,6 +299,8 @@ def _describe_close(exc: ConnectionClosed) -> str:
 class ClosedBecause:
     """Why a connection ended: the first reason recorded, which every later request on it raises.
 
+    ``one=True`` words it for a connection of one session (``/ws``).
+
     Example:
         >>> why = ClosedBecause("ws://127.0.0.1:8000/ws/batch")
         >>> str(why.error())
@@ -307,11 +309,16 @@ class ClosedBecause:
         >>> _ = why.closed()  # the first reason stays
         >>> str(why.error()).split(" after ")[0]
         'The sessions with ws://127.0.0.1:8000/ws/batch were dropped'
+        >>> str(ClosedBecause("ws://127.0.0.1:8000/ws", one=True).closed()).split("; ")[1]
+        'open a new one (for a gymnasium env: make a new env).'
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, one: bool = False) -> None:
         self.url = url
         self.reason: Exception | None = None
+        self._subject = f"The session with {url}" if one else f"The sessions with {url}"
+        self._is, self._was = ("is", "was") if one else ("are", "were")
+        self._again = "open a new one (for a gymnasium env: make a new env)" if one else "open new ones"
 
     def record(self, error: Exception) -> None:
         """Keep ``error`` as the reason, unless one was recorded before."""
@@ -320,7 +327,7 @@ class ClosedBecause:
 
     def closed(self) -> SessionClosed:
         """The sessions were closed on purpose: that error, recorded unless a reason was before."""
-        error = SessionClosed(f"The sessions with {self.url} are closed; open new ones.", url=self.url)
+        error = SessionClosed(f"{self._subject} {self._is} closed; {self._again}.", url=self.url)
         self.record(error)
         return error
 
@@ -328,10 +335,10 @@ class ClosedBecause:
         """The connection was dropped ``after`` something went wrong (None: not said): that error,
         recorded unless a reason was before."""
         why = f" after {after}" if after else ""
-        error = SessionClosed(f"The sessions with {self.url} were dropped{why}; open new ones.", url=self.url)
+        error = SessionClosed(f"{self._subject} {self._was} dropped{why}; {self._again}.", url=self.url)
         self.record(error)
         return error
 
     def error(self) -> Exception:
         """What a request on the ended connection raises."""
-        return self.reason or SessionClosed(f"The sessions with {self.url} are closed.", url=self.url)
+        return self.reason or SessionClosed(f"{self._subject} {self._is} closed.", url=self.url)

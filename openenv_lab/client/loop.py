@@ -2,10 +2,10 @@
 
 For servers elsewhere (TLS, proxies, other machines) and servers without our batch route: each session
 is an `AsyncSession` (its own WebSocket to ``/ws``) or a `BatchedSession` of a `Channel` (one WebSocket
-to ``/ws/batch`` for all of a server's sessions). One event loop in a daemon thread (`LoopThread`) keeps
-them all: round trips to many servers overlap, keepalive pings are answered between steps, and it works
-inside Jupyter's own running loop. ``send`` wakes the loop once for the whole batch; a channel's
-requests go as one message and come back together, every other session's on its own.
+to ``/ws/batch`` for all of a server's sessions), both `LoopDriver`\\ s. One event loop in a daemon thread
+(`LoopThread`) keeps them all: round trips to many servers overlap, keepalive pings are answered between
+steps, and it works inside Jupyter's own running loop. ``send`` wakes the loop once for the whole batch;
+each connection's requests go as one message and come back together.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .async_session import AsyncSession
-from .batch import BatchedSession, Channel, read_reply
+from .drivers import LoopDriver
 from .errors import OpenEnvError, SessionClosed, Timeout
 from .transport import Reply, Request
 
@@ -81,14 +80,15 @@ class LoopThread:
 
 
 class LoopTransport:
-    """The `Transport` over `AsyncSession`\\ s and `BatchedSession`\\ s on a `LoopThread`.
+    """The `Transport` over sessions of `LoopDriver`\\ s (`AsyncSession`\\ s, `BatchedSession`\\ s) on a
+    `LoopThread`.
 
     Each request has its sessions' own timeout (``timeouts.request``), after which its session (or its
     channel) is dropped and the request's reply is the `Timeout`; `receive`'s own ``timeout`` only guards
     against a loop that stopped answering.
     """
 
-    def __init__(self, loop: LoopThread, seats: Sequence[AsyncSession | BatchedSession]) -> None:
+    def __init__(self, loop: LoopThread, seats: Sequence[Any]) -> None:
         self.loop = loop
         self.seats = list(seats)
         self.urls = [seat.base_url for seat in self.seats]
@@ -144,7 +144,7 @@ class LoopTransport:
         finally:
             self.loop.stop()
 
-    def replace(self, seats: Mapping[int, AsyncSession | BatchedSession]) -> None:
+    def replace(self, seats: Mapping[int, Any]) -> None:
         """Put new sessions in the places of sessions ``seats`` names (whose server failed), closing the
         old ones; no request of theirs may be in flight."""
         if self._closed:
@@ -153,12 +153,11 @@ class LoopTransport:
         for i, seat in seats.items():
             self.seats[i] = seat
             self.urls[i] = seat.base_url
-        still_used = {id(s.channel if isinstance(s, BatchedSession) else s) for s in self.seats}
-        closers = {id(s.channel if isinstance(s, BatchedSession) else s): s for s in old}
-        idle = [seat for key, seat in closers.items() if key not in still_used]
+        still_used = {seat.channel for seat in self.seats}
+        idle = {seat.channel for seat in old} - still_used
 
         async def close_old() -> None:
-            await asyncio.gather(*(seat.close() for seat in idle), return_exceptions=True)
+            await asyncio.gather(*(channel.close() for channel in idle), return_exceptions=True)
 
         with contextlib.suppress(Exception, concurrent.futures.TimeoutError):
             self.loop.run(close_old(), timeout=self._close_budget())
@@ -169,50 +168,28 @@ class LoopTransport:
         if self._closed:
             return
         loop = asyncio.get_running_loop()
-        by_channel: dict[Channel, list[tuple[int, str, dict[str, Any]]]] = {}
+        by_channel: dict[LoopDriver, list[tuple[int, str, dict[str, Any]]]] = {}
         for i, kind, payload in items:
-            seat = self.seats[i]
-            if isinstance(seat, BatchedSession):
-                by_channel.setdefault(seat.channel, []).append((i, kind, payload))
-            else:
-                self._track(loop.create_task(self._single(i, seat, kind, payload)))
+            by_channel.setdefault(self.seats[i].channel, []).append((i, kind, payload))
         for channel, entries in by_channel.items():
-            self._track(loop.create_task(self._batch(channel, entries)))
+            task = loop.create_task(self._exchange(channel, entries))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
-    def _track(self, task: asyncio.Task[None]) -> None:
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _single(self, i: int, session: AsyncSession, kind: str, payload: dict[str, Any]) -> None:
-        reply: Reply
-        try:
-            if kind == "reset":
-                reply = await session.reset(**payload)
-            elif kind == "state":
-                reply = await session.state()
-            else:
-                reply = await session.step(payload)
-        except OpenEnvError as exc:
-            reply = exc.concerning(i, self.urls[i])
-        except Exception as exc:  # an action that JSON cannot carry, say
-            reply = exc
-        self._done.put(([i], [reply]))
-
-    async def _batch(self, channel: Channel, entries: list[tuple[int, str, dict[str, Any]]]) -> None:
+    async def _exchange(self, channel: LoopDriver, entries: list[tuple[int, str, dict[str, Any]]]) -> None:
+        """One message on ``channel`` for ``entries``' requests; its replies (or errors) go to `receive`."""
         ids = [i for i, _, _ in entries]
         replies: list[Reply] = []
         try:
-            raw = await channel.request(
-                [(self.seats[i].index, kind, payload) for i, kind, payload in entries]
-            )  # type: ignore[union-attr]
-        except Exception as exc:  # the whole batch failed: the connection, a timeout, a refused batch
+            raw = await channel.request([(self.seats[i].index, kind, data) for i, kind, data in entries])
+        except Exception as exc:  # the whole message failed: the connection, a timeout, a refusal, bad JSON
             if isinstance(exc, OpenEnvError):
                 exc.concerning(ids[0], self.urls[ids[0]])
             replies = [exc] * len(ids)
         else:
             for (i, kind, _), reply in zip(entries, raw, strict=True):
                 try:
-                    replies.append(read_reply(kind, reply, channel.url))
+                    replies.append(channel.read(kind, reply))
                 except OpenEnvError as exc:
                     replies.append(exc.concerning(i, self.urls[i]))
         self._done.put((ids, replies))
@@ -221,8 +198,8 @@ class LoopTransport:
         for task in list(self._tasks):
             task.cancel()
         # A channel's sessions close together: close each connection once.
-        closers = {id(s.channel if isinstance(s, BatchedSession) else s): s for s in self.seats}
-        await asyncio.gather(*(seat.close() for seat in closers.values()), return_exceptions=True)
+        channels = {seat.channel for seat in self.seats}
+        await asyncio.gather(*(channel.close() for channel in channels), return_exceptions=True)
 
     def _close_budget(self) -> float:
         timeouts = [seat.timeouts.close for seat in self.seats[:1]]

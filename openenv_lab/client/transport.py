@@ -4,10 +4,12 @@ A vector environment's N sessions are driven as one, the way EnvPool drives its 
 puts requests on the wire and returns at once, `Transport.receive` hands back replies as they come, and a
 synchronous step is nothing but the two in a row. Two transports implement the contract:
 
-- `DirectTransport` (here): sessions on `SyncChannel`\\ s to servers of this machine, written and read
-  by the calling thread itself, with no event loop in the path;
-- `openenv_lab.client.loop.LoopTransport`: sessions anywhere (`AsyncSession`\\ s, or `BatchedSession`\\ s
-  of a `Channel`), driven by an asyncio event loop in a background thread.
+- `DirectTransport` (here): sessions of `ThreadDriver`\\ s (`SyncChannel`\\ s) to servers of this
+  machine, written and read by the calling thread itself, with no event loop in the path;
+- `openenv_lab.client.loop.LoopTransport`: sessions of `LoopDriver`\\ s anywhere (`AsyncSession`\\ s,
+  or `BatchedSession`\\ s of a `Channel`), driven by an asyncio event loop in a background thread.
+
+Each groups its requests by connection and sends one message per connection (`ThreadDriver.submit`).
 
 `openenv_lab.client.pool.open_pool` places the sessions on servers and picks the transport.
 
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ._protocol import StepResult
-from .batch import SyncBatchedSession, SyncChannel, read_reply
+from .drivers import ThreadDriver
 from .errors import OpenEnvError, SessionClosed, Timeout
 
 __all__ = ["DirectTransport", "Reply", "Request", "Transport"]
@@ -80,8 +82,9 @@ class Transport(Protocol):
 
 
 class DirectTransport:
-    """The `Transport` over `SyncChannel`\\ s: one batch message per channel and ``send``, read back by the
-    calling thread (``select`` over the channels' sockets when several have batches in flight).
+    """The `Transport` over sessions of `ThreadDriver`\\ s on loopback (`SyncChannel`\\ s, `Session`\\ s):
+    one message per connection and ``send``, read back by the calling thread (``select`` over the
+    connections' sockets when several have messages in flight).
 
     Example:
         >>> from openenv_lab.client.batch import SyncChannel
@@ -97,12 +100,12 @@ class DirectTransport:
         ([0, 1], 0)
     """
 
-    def __init__(self, seats: Sequence[SyncBatchedSession]) -> None:
+    def __init__(self, seats: Sequence[Any]) -> None:
         self.seats = list(seats)
         self.urls = [seat.base_url for seat in self.seats]
         # The sessions of each batch in flight on each channel and what each asked, oldest first (replies
         # come in that order).
-        self._batches: dict[SyncChannel, collections.deque[list[tuple[int, str]]]] = {
+        self._batches: dict[ThreadDriver, collections.deque[list[tuple[int, str]]]] = {
             seat.channel: collections.deque() for seat in self.seats
         }
         self._pending = 0
@@ -116,7 +119,7 @@ class DirectTransport:
         return self._pending
 
     def send(self, requests: Mapping[int, Request]) -> None:
-        by_channel: dict[SyncChannel, list[int]] = {}
+        by_channel: dict[ThreadDriver, list[int]] = {}
         for i in requests:
             by_channel.setdefault(self.seats[i].channel, []).append(i)
         for channel, ids in by_channel.items():
@@ -146,7 +149,7 @@ class DirectTransport:
         try:
             for (i, kind), reply in zip(asked, replies, strict=True):
                 try:
-                    results[i] = read_reply(kind, reply, channel.url)
+                    results[i] = channel.read(kind, reply)
                 except OpenEnvError as exc:  # this session's request failed; the others are fine
                     results[i] = exc.concerning(i, self.urls[i])
         except BaseException as exc:  # Ctrl+C with replies read but not handed over: nothing adds up now
@@ -167,7 +170,7 @@ class DirectTransport:
         if interrupted is not None:
             raise interrupted
 
-    def _first_with_reply(self, channels: list[SyncChannel], timeout: float) -> SyncChannel:
+    def _first_with_reply(self, channels: list[ThreadDriver], timeout: float) -> ThreadDriver:
         deadline = time.monotonic() + timeout
         while True:
             for channel in channels:

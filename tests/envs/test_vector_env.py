@@ -24,8 +24,8 @@ from openenv_lab.client import (
     SessionClosed,
     Timeout,
 )
+from openenv_lab.client import drivers as drivers_module
 from openenv_lab.client import pool as pool_module
-from openenv_lab.client import transport as transport_module
 from openenv_lab.client._direct import DirectConnection
 from openenv_lab.client.async_session import AsyncSession
 from openenv_lab.client.batch import BatchedSession, SyncBatchedSession, SyncChannel
@@ -466,13 +466,13 @@ def test_an_interrupt_while_recv_decodes_closes_the_env(monkeypatch):
     with EmbeddedServer("echo", max_sessions=4) as server:
         envs = gym.make_vec("openenv/echo", num_envs=4, base_url=server.base_url)
         envs.reset(seed=0)
-        real = transport_module.read_reply
+        real = drivers_module.read_reply
 
         def interrupted(*args):
-            monkeypatch.setattr(transport_module, "read_reply", real)
+            monkeypatch.setattr(drivers_module, "read_reply", real)
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(transport_module, "read_reply", interrupted)
+        monkeypatch.setattr(drivers_module, "read_reply", interrupted)
         envs.send(("hi",) * 4)
         with pytest.raises(KeyboardInterrupt):
             envs.recv()  # the batch's replies were read off the wire, not handed over
