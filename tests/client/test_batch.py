@@ -160,6 +160,21 @@ def test_a_sync_channel_plays_like_a_channel(echo):
         assert client.capacity()["active_sessions"] == 0
 
 
+def test_a_sync_channels_sessions_play_like_sessions(echo):
+    with SyncChannel(echo, "/ws/batch", 2, timeouts=Timeouts(request=5)) as channel:
+        a, b = channel.sessions
+        assert a.reset(seed=3).metadata == {"seed": 3}
+        b.reset()
+        assert b.step({"message": "four"}).observation["message_length"] == 4
+        with pytest.raises(ServerError, match="VALIDATION_ERROR"):
+            a.step({"nope": 1})
+        assert (a.state()["step_count"], b.state()["step_count"]) == (0, 1)
+        assert repr(a) == f"<SyncBatchedSession 0 of <SyncChannel {channel.url} 2 sessions open>>"
+    assert a.closed and b.closed
+    with pytest.raises(SessionClosed, match="are closed; open new ones"):
+        b.state()
+
+
 def test_a_sync_channel_can_be_waited_on_with_select(echo):
     channel = SyncChannel(echo, "/ws/batch", 1)
     try:

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from openenv_lab.client import CapacityError, ProtocolError, ServerError
 from openenv_lab.client._protocol import (
+    BATCH_WIRE,
+    SESSION_WIRE,
     observation_data,
     parse_observation,
     parse_reply,
@@ -180,6 +182,32 @@ def test_unexpected_frames_are_protocol_errors(raw):
 def test_frames_are_compact_json():
     assert reset_message({"seed": 1}) == '{"type":"reset","data":{"seed":1}}'
     assert step_message({"move": "e2e4"}) == '{"type":"step","data":{"move":"e2e4"}}'
+
+
+def test_the_two_wire_formats_carry_the_same_requests():
+    """/ws: one request a message, its reply as a list of one; /ws/batch: a request per session."""
+    entries = [(0, "reset", {"seed": 1})]
+    assert SESSION_WIRE.encode(entries) == reset_message({"seed": 1})
+    assert SESSION_WIRE.encode([(0, "state", None)]) == '{"type":"state"}'
+    batch = json.loads(BATCH_WIRE.encode([*entries, (1, "step", {"move": "e2e4"})]))
+    assert batch == {
+        "type": "batch",
+        "data": [
+            {"session": 0, "type": "reset", "data": {"seed": 1}},
+            {"session": 1, "type": "step", "data": {"move": "e2e4"}},
+        ],
+    }
+    reply = observation({"observation": {"v": 1}, "reward": 1, "done": False})
+    (one,) = SESSION_WIRE.decode(reply, count=1, url="ws://x/ws")
+    assert observation_data(one).reward == 1.0
+    both = json.dumps({"type": "batch", "data": [json.loads(reply)] * 2})
+    assert [observation_data(r).observation for r in BATCH_WIRE.decode(both, count=2)] == [{"v": 1}] * 2
+    with pytest.raises(ProtocolError, match="not JSON"):
+        SESSION_WIRE.decode("{", count=1, url="ws://x/ws")
+    assert SESSION_WIRE.url("http://h:1", "/ws", 1) == "ws://h:1/ws"
+    assert BATCH_WIRE.url("https://h", "/ws/batch", 3) == "wss://h/ws/batch?sessions=3"
+    with pytest.raises(ValueError, match="holds one session"):
+        SESSION_WIRE.url("http://h:1", "/ws", 2)
 
 
 def test_nan_in_an_action_is_refused_before_sending():

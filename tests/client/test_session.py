@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -23,7 +24,14 @@ from openenv_lab.client import (
 )
 from openenv_lab.launch import EmbeddedServer
 from tests.conftest import HANG
-from tests.peers.raw_servers import GarbageServer, LegacyServer, MuteServer, NotOpenEnvServer, SilentServer
+from tests.peers.raw_servers import (
+    GarbageServer,
+    LegacyServer,
+    MuteServer,
+    NotOpenEnvServer,
+    ScriptedServer,
+    SilentServer,
+)
 
 
 def free_port() -> int:
@@ -189,6 +197,26 @@ def test_a_garbled_first_reply_closes_the_connection_at_once():
             Session(server.url)
         # The client hung up even though the exception (and its traceback) may live on.
         assert server.closed.wait(5)
+
+
+def test_a_garbled_reply_mid_session_drops_it_and_says_so_afterwards():
+    """A reply that is not JSON leaves the stream untrusted: the session is closed, and the next request
+    says it was dropped after a failure (not merely that it is closed)."""
+
+    async def garble_the_reset(ws) -> None:
+        await ws.recv()  # the opening state request
+        await ws.send(json.dumps({"type": "state", "data": {"step_count": 0}}))
+        await ws.recv()
+        await ws.send("{not json")
+        await ws.wait_closed()
+
+    with ScriptedServer(garble_the_reset) as server:
+        session = Session(server.url, timeouts=Timeouts(request=5, close=1))
+        with pytest.raises(ProtocolError, match="not JSON"):
+            session.reset()
+        assert session.closed and server.closed.wait(5)
+        with pytest.raises(SessionClosed, match=r"was dropped after a request failed.*open a new one"):
+            session.step({})
 
 
 @pytest.mark.parametrize(
