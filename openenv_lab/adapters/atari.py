@@ -40,6 +40,7 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 
 from ..client import Client, EnvironmentMismatch, ProtocolError, StepResult
+from ..options import curriculum_names
 from ..preprocessing import split_preprocessing
 from ..screen_delta import apply_delta
 from .base import Adapter, Transition, base_info
@@ -185,12 +186,7 @@ class AtariAdapter(Adapter):
     env_attributes: ClassVar[tuple[str, ...]] = ("ale", "get_action_meanings", "_frameskip")
     raw_fields_left_out: ClassVar[tuple[str, ...]] = ("screen", "screen_b64")
     #: Settings a curriculum may change between episodes (the spaces stay the same).
-    reset_option_names: ClassVar[tuple[str, ...]] = (
-        "mode",
-        "difficulty",
-        "repeat_action_probability",
-        "max_num_frames_per_episode",
-    )
+    reset_option_names: ClassVar[tuple[str, ...]] = curriculum_names("atari")
 
     def __init__(
         self,

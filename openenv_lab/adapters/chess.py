@@ -40,6 +40,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..client import ProtocolError, StepResult
+from ..options import curriculum_names
 from .base import Adapter, Transition, base_info
 from .chess_encoding import BOARD_SHAPE, NUM_ACTIONS, board_planes, index_to_uci, legal_mask, uci_to_index
 from .info_schema import InfoKey
@@ -61,7 +62,7 @@ TERMINAL_REASONS = frozenset(
 #: End reasons that cut a game short: truncation. Any other reason (including ones a server invents,
 #: such as a resignation) ends the game for good: termination.
 TRUNCATION_REASONS = frozenset({"move_limit"})
-_RESET_OPTIONS = ("opponent", "agent_color", "opponent_depth", "max_moves", "gamma")
+_RESET_OPTIONS = curriculum_names("chess")
 
 
 class ChessAdapter(Adapter):

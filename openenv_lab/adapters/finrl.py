@@ -39,6 +39,7 @@ from gymnasium import spaces
 
 from ..client import Client, ProtocolError, StepResult
 from ..market import parse_indicators
+from ..options import curriculum_names
 from .base import REWARD_COMPONENTS, Adapter, Transition, base_info
 from .info_schema import InfoKey
 
@@ -114,7 +115,7 @@ class FinRLAdapter(Adapter):
     family: ClassVar[str] = "finrl"
     render_modes: ClassVar[tuple[str, ...]] = ("ansi",)
     env_attributes: ClassVar[tuple[str, ...]] = ("layout", "tickers")
-    reset_option_names: ClassVar[tuple[str, ...]] = ("split", "random_start")
+    reset_option_names: ClassVar[tuple[str, ...]] = curriculum_names("finrl")
 
     def __init__(
         self,

@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from ..adapters import ADAPTERS
+from ..options import OPPONENTS
 from .env import OpenEnvEnv
 
 __all__ = ["ATARI_57", "ENV_IDS", "FamilyEntryPoint", "RegisteredId", "id_table", "register_envs"]
@@ -64,8 +65,8 @@ ATARI_VARIANTS: dict[str, dict[str, Any]] = {
     "{game}-ramNoFrameskip-v4": {"obs_type": "ram", "frameskip": 1, "repeat_action_probability": 0.0},
 }
 _FRAME_LIMITS = {"v5": 108_000, "v4": 400_000}
-#: The chess opponents an id names (``openenv/chess-<opponent>``; `openenv_lab.servers.chess_opponents`).
-CHESS_OPPONENTS = ("random", "greedy", "minimax", "moonfish", "stockfish")
+#: The chess opponents an id names (``openenv/chess-<opponent>``): all but "none" (`openenv_lab.options`).
+CHESS_OPPONENTS = tuple(name for name in OPPONENTS if name != "none")
 #: FinRL's splits an id names (``openenv/finrl-<split>``).
 FINRL_SPLITS = ("train", "trade")
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError, Timeouts
+from ..options import option_flags
 from ..progress import Waiting, progress_wanted, wait_for_call
 from ..servers import get_bundled_server
-from ..servers.catalogue import option_flags
 
 __all__ = ["CONTAINER_PORT", "LABEL", "DockerServer", "build_image", "default_image", "prune"]
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from ..client import Client, LaunchError, OpenEnvError
 from ..client.spaces import SERVER_TOKEN_VARIABLE
+from ..options import option_flags, option_text
 from ..progress import Waiting
 from ..servers import ANNOUNCE_PREFIX, ServeOptions, get_bundled_server
-from ..servers.catalogue import option_flags, option_text
 
 __all__ = ["EmbeddedServer", "shared_embedded_server", "stop_embedded_servers"]
 

@@ -275,7 +275,7 @@ class ChessEnvironment(ServerEnvironment):
 
     def describe(self) -> str:
         return (
-            "Chess against a configurable opponent (random, greedy, minimax, stockfish or none), "
+            f"Chess against a configurable opponent ({', '.join(OPPONENTS[:-1])} or {OPPONENTS[-1]}), "
             "wire-compatible with OpenEnv's chess_env, with seeded resets and concurrent sessions."
         )
 

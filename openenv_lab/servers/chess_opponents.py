@@ -22,6 +22,8 @@ from typing import Protocol
 
 import chess
 
+from ..options import MAX_DEPTH, OPPONENTS
+
 __all__ = [
     "MAX_DEPTH",
     "OPPONENTS",
@@ -32,7 +34,6 @@ __all__ = [
     "make_opponent",
 ]
 
-OPPONENTS = ("random", "greedy", "minimax", "moonfish", "stockfish", "none")
 #: Names the official chess_env takes, played here by our own engine: moonfish (a Python engine that is
 #: not a dependency of ours) by our minimax at the same depth.
 STAND_INS = {"moonfish": "minimax"}
@@ -51,8 +52,6 @@ _VALUES = {
 }
 _MATE = 100_000
 _INFINITY = 10 * _MATE  # below any mate score, however deep the mate
-#: The deepest search each searching opponent accepts (minimax at depth 4 takes about a second).
-MAX_DEPTH = {"minimax": 4, "moonfish": 4, "stockfish": 30}
 
 
 class Opponent(Protocol):
