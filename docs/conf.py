@@ -107,6 +107,7 @@ API_MODULES = (
     "openenv_lab.adapters",
     "openenv_lab.launch",
     "openenv_lab.servers",
+    "openenv_lab.options",
     "openenv_lab.record",
     "openenv_lab.widgets",
     "openenv_lab.evaluation",
